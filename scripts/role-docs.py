@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Keep role docs and argument specs in step with defaults.
 
     scripts/role-docs.py           rewrite the variables table in every roles/<role>/README.md
@@ -103,7 +103,7 @@ def check_role(role_dir, write):
         errors.append("%s: README.md lacks the %s / %s markers" % (role, BEGIN, END))
         return errors
     head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+    tail = rest.split(END, 1)[1]
     new = head + BEGIN + "\n" + table(options) + "\n" + END + tail
     if new != text:
         if write:

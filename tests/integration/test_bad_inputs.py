@@ -24,7 +24,7 @@ import re
 import pytest
 import yaml
 
-from conftest import ROOT, run_playbook
+from conftest import run_playbook
 
 CASES = []
 for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "bad_inputs", "*.yml"))):

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# `make test`: set up everything from nothing and run every check, then print a
+# summary table. Every row is PASS, FAIL or NOT RUN (with the reason); a check
+# that did not run is never counted as passed. Exit status is non-zero if any
+# check failed.
+#
+# Environment knobs:
+#   MOLECULE_JOBS   scenarios run in parallel (default 2; each is its own process)
+#   ONLY_SCENARIOS  space-separated subset of molecule scenarios to run
+#   SKIP_MOLECULE=1 skip the molecule stage (reported as NOT RUN)
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+RESULTS=$ROOT/.cache/results
+LOGS=$ROOT/.cache/logs
+rm -rf "$RESULTS" "$LOGS"
+mkdir -p "$RESULTS" "$LOGS"
+START=$(date +%s)
+
+# record NAME STATUS SECONDS DETAIL
+record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >"$RESULTS/$(echo "$1" | tr '/ ' '__').tsv"; }
+
+# check NAME COMMAND...: run, log to .cache/logs/NAME.log, record PASS/FAIL.
+check() {
+  local name=$1; shift
+  local log t0 rc detail
+  log="$LOGS/$(echo "$name" | tr '/ ' '__').log"
+  t0=$(date +%s)
+  printf '[test] %-34s ...\n' "$name"
+  "$@" >"$log" 2>&1
+  rc=$?
+  detail=$(summary_of "$log")
+  if [[ $rc -eq 0 ]]; then
+    record "$name" PASS $(( $(date +%s) - t0 )) "$detail"
+  else
+    record "$name" FAIL $(( $(date +%s) - t0 )) "rc=$rc ${detail:-see $log}"
+    echo "----- $name failed (rc=$rc); last lines of $log:"; tail -n 40 "$log"; echo "-----"
+  fi
+  return $rc
+}
+
+# A short detail for the table: pytest's closing line, or molecule's recap.
+summary_of() {
+  local log=$1 line
+  line=$(grep -E '^=+ .*(passed|failed|error|skipped).* in [0-9.]+s' "$log" | tail -n 1 | tr -d '=' | sed 's/^ *//;s/ *$//')
+  [[ -z $line ]] && line=$(grep -E '^\S+\s+: actions=' "$log" | tail -n 1 | sed 's/  */ /g')
+  [[ -z $line ]] && line=$(grep -E '^(Running sanity test|role-docs:|Passed:|FATAL)' "$log" | tail -n 1)
+  echo "$line"
+}
+
+echo "[test] setting up (host packages, venv, collections, helm/kubectl)"
+if ! check "setup" bash scripts/setup.sh; then
+  echo "[test] setup failed; nothing else can run"; cat "$LOGS/setup.log"; exit 1
+fi
+# shellcheck source=scripts/env.sh
+. scripts/env.sh
+
+# Build the test-node images in the background while static checks run.
+bash scripts/build-images.sh debian12 ubuntu2204 >"$LOGS/images.log" 2>&1 &
+IMAGES_PID=$!
+
+# ---- static checks -------------------------------------------------------
+check "role docs and argument_specs in step" python3 scripts/role-docs.py --check
+check "yamllint" yamllint -s .
+check "ansible-lint (production profile)" ansible-lint --nocolor
+check "shellcheck" bash -c 'shellcheck scripts/*.sh benchmarks/*.sh .ci/run 2>&1'
+check "changelog fragments lint" antsibull-changelog lint
+check "ansible-test sanity" bash scripts/ansible-test.sh sanity
+check "ansible-test units" bash scripts/ansible-test.sh units
+check "integration (pytest)" python3 -m pytest -p no:cacheprovider -q tests/integration
+check "collection build and install" bash scripts/check-build.sh
+
+# ---- molecule scenarios --------------------------------------------------
+wait "$IMAGES_PID"
+cat "$LOGS/images.log"
+image_status() { cat ".cache/images/$1.status" 2>/dev/null || echo "NOT RUN: image $1 was not built"; }
+
+scenarios=()
+for f in molecule/*/molecule.yml; do
+  s=$(basename "$(dirname "$f")")
+  if [[ -n ${ONLY_SCENARIOS:-} && " $ONLY_SCENARIOS " != *" $s "* ]]; then continue; fi
+  if [[ $s == cluster ]]; then
+    record "molecule: $s" "NOT RUN" 0 "needs a real Kubernetes cluster (KUBECONFIG); none can run here"
+    continue
+  fi
+  if [[ ${SKIP_MOLECULE:-0} == 1 ]]; then
+    record "molecule: $s" "NOT RUN" 0 "SKIP_MOLECULE=1"; continue
+  fi
+  reason=""
+  for node in debian12 ubuntu2204; do
+    if grep -q "baremetal-gpu-$node" "$f"; then
+      st=$(image_status "$node")
+      [[ $st == ok ]] || reason="$node node: $st"
+    fi
+  done
+  if [[ -n $reason ]]; then
+    record "molecule: $s" "NOT RUN" 0 "$reason"
+    continue
+  fi
+  scenarios+=("$s")
+done
+
+run_scenario() {
+  local s=$1
+  # Leftover instances of an interrupted earlier run would clash with create.
+  podman ps -a --format '{{.Names}}' | grep -E "^$s-" | xargs -r podman rm -f >/dev/null 2>&1
+  check "molecule: $s" molecule test -s "$s"
+}
+export -f run_scenario check record summary_of
+export RESULTS LOGS
+
+# Longest first: scenarios that build the NVIDIA driver with DKMS.
+ordered=()
+for s in "${scenarios[@]}"; do [[ $s == nvidia_driver ]] && ordered+=("$s"); done
+for s in "${scenarios[@]}"; do [[ $s != nvidia_driver ]] && ordered+=("$s"); done
+if ((${#ordered[@]})); then
+  # shellcheck disable=SC2016  # $1 is expanded by the inner bash
+  printf '%s\n' "${ordered[@]}" | xargs -P "${MOLECULE_JOBS:-2}" -I{} bash -c 'run_scenario "$1"' _ {}
+fi
+
+# ---- summary ----------------------------------------------------------------
+pass=0; fail=0; notrun=0
+summary=$RESULTS/summary.md
+{
+  echo
+  echo "| check | result | seconds | detail |"
+  echo "|---|---|---|---|"
+} >"$summary"
+for r in "$RESULTS"/*.tsv; do
+  IFS=$'\t' read -r name status secs detail <"$r"
+  case $status in PASS) pass=$((pass+1));; FAIL) fail=$((fail+1));; *) notrun=$((notrun+1));; esac
+  echo "| $name | $status | $secs | $detail |" >>"$summary"
+done
+printf '\nTotal time: %s s. Logs: .cache/logs/\n' "$(( $(date +%s) - START ))" >>"$summary"
+cat "$summary"
+echo "$pass passed, $fail failed, $notrun skipped"
+[[ $fail -eq 0 ]]
