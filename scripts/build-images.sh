@@ -21,8 +21,10 @@ UBUNTU_FPRS="F6ECB3762474EDA9D21B7022871920D1991BC93C 790BC7277767219C42C86F933B
 
 log() { printf '[build-images] %s\n' "$*" >&2; }
 
+# The cache key: what goes into an image (package list, suites, Containerfile),
+# not the whole script, so editing log messages does not force a rebuild.
 recipe_hash() {
-  cat scripts/build-images.sh tests/images/Containerfile | sha256sum | cut -c1-12
+  { echo "$PACKAGES bookworm jammy ${UBUNTU_MIRROR:-} v1"; cat tests/images/Containerfile; } | sha256sum | cut -c1-12
 }
 
 check_ubuntu_keyring() {
@@ -57,10 +59,15 @@ build_node() {
   base="localhost/baremetal-gpu-$node-base:$(recipe_hash)"
   rootfs=$(mktemp -d "/var/tmp/rootfs-$node.XXXXXX")
   log "$node: debootstrap $suite into $rootfs (takes 1-2 minutes)"
-  local components=main
-  [[ $node == ubuntu* ]] && components=main,universe
+  local components=main mirror=()
+  if [[ $node == ubuntu* ]]; then
+    components=main,universe
+    # UBUNTU_MIRROR is for testing the harness's own NOT RUN path; debootstrap's
+    # built-in default mirror is used otherwise.
+    [[ -n ${UBUNTU_MIRROR:-} ]] && mirror=("$UBUNTU_MIRROR")
+  fi
   if ! debootstrap --variant=minbase "${keyring_opt[@]}" --components="$components" \
-        --include="$PACKAGES" "$suite" "$rootfs" >"$CACHE/$node.debootstrap.log" 2>&1; then
+        --include="$PACKAGES" "$suite" "$rootfs" "${mirror[@]}" >"$CACHE/$node.debootstrap.log" 2>&1; then
     log "$node: debootstrap failed, see $CACHE/$node.debootstrap.log"
     tail -5 "$CACHE/$node.debootstrap.log" >&2 || true
     if grep -qiE 'Failed getting release file|Couldn.t download|Temporary failure|could not resolve|Connection (timed out|refused)' "$CACHE/$node.debootstrap.log"; then
@@ -89,7 +96,13 @@ for n in "${nodes[@]}"; do
 done
 wait
 for n in "${nodes[@]}"; do
-  printf '%-12s %s\n' "$n" "$(cat "$CACHE/$n.status")"
+  st=$(cat "$CACHE/$n.status")
+  printf '%-12s %s\n' "$n" "$st"
+  if [[ $st != ok ]]; then
+    printf '\n!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n' >&2
+    printf '!!! %s test node: %s\n!!! Scenarios that need it will be reported NOT RUN, not passed.\n' "$n" "$st" >&2
+    printf '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\n' >&2
+  fi
   # Stable alias so molecule.yml does not need the hash.
   if [[ $(cat "$CACHE/$n.status") == ok ]]; then
     podman tag "$(image_name "$n")" "localhost/baremetal-gpu-$n:latest"
