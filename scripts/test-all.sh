@@ -42,7 +42,7 @@ check() {
 # A short detail for the table: pytest's closing line, or molecule's recap.
 summary_of() {
   local log=$1 line
-  line=$(grep -E '^=+ .*(passed|failed|error|skipped).* in [0-9.]+s' "$log" | tail -n 1 | tr -d '=' | sed 's/^ *//;s/ *$//')
+  line=$(grep -E '^(=+ )?[0-9]+ (passed|failed|errors?|skipped|deselected).* in [0-9.]+s' "$log" | tail -n 1 | tr -d '=' | sed 's/^ *//;s/ *$//')
   [[ -z $line ]] && line=$(grep -E '^\S+\s+: actions=' "$log" | tail -n 1 | sed 's/  */ /g')
   [[ -z $line ]] && line=$(grep -E '^(Running sanity test|role-docs:|Passed:|FATAL)' "$log" | tail -n 1)
   echo "$line"
