@@ -1,0 +1,306 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure helpers for ``nvidia-smi -q -x``: parse the XML, classify failures, check expectations.
+
+Nothing here runs a command or touches Ansible: the module ``baremetal.gpu.nvidia_smi`` passes
+the command's rc, stdout and stderr in and gets plain data (or an exception) back.
+
+The parser tolerates every layout seen in real captures (tests/fixtures/nvidia-smi-xml):
+DTD v9 to v13 or no DOCTYPE at all, ``N/A``, ``Not Supported`` and
+``Requested functionality has been deprecated`` values, padded values, trimmed files
+(fewer <gpu> elements than attached_gpus, fields missing), MIG shown as the text ``None``
+or as <mig_device> elements, GPUs listed out of minor-number order, and vGPU guests.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+import xml.etree.ElementTree as ET
+
+# Values nvidia-smi prints when it has no value; they are returned as None.
+UNAVAILABLE_VALUES = frozenset([
+    '',
+    'n/a',
+    '[n/a]',
+    'not supported',
+    '[not supported]',
+    'not available',
+    'unknown error',
+    '[unknown error]',
+    'requested functionality has been deprecated',
+])
+
+# How many bytes of unparseable output an error message quotes.
+QUOTE_BYTES = 200
+
+STATUS_OK = 'ok'
+STATUS_NO_DRIVER = 'no_driver_communication'
+STATUS_NVML_INIT = 'nvml_init_failed'
+STATUS_NO_DEVICES = 'no_devices'
+
+# exit codes documented in nvidia-smi(1) "RETURN VALUE" and seen on real machines
+RC_NO_DEVICES = 6
+RC_DRIVER_NOT_LOADED = 9
+RC_OTHER = 255
+
+NO_DRIVER_TEXT = "couldn't communicate with the nvidia driver"
+NVML_INIT_TEXT = 'failed to initialize nvml'
+NO_DEVICES_TEXT = 'no devices were found'
+
+NO_DRIVER_CAUSES = (
+    'Likely causes: the nvidia kernel module is not loaded (check `lsmod | grep nvidia`, '
+    '`modprobe nvidia`); the nouveau driver is loaded and holds the GPU (blacklist nouveau and '
+    'rebuild the initramfs); a reboot is pending after the driver install or a kernel upgrade; '
+    'Secure Boot refused the unsigned nvidia module (check `mokutil --sb-state` and '
+    '`dmesg | grep -i -e nvidia -e "key was rejected"`); or this machine has no NVIDIA GPU.'
+)
+NVML_INIT_CAUSES = (
+    'NVML could not initialize. "Unknown Error" is seen when /dev/nvidiactl exists but no nvidia '
+    'kernel module is loaded (driver packages installed, module not loaded, or no GPU); '
+    '"Driver/library version mismatch" means the loaded module and the user-space libraries '
+    'differ (reboot, or reload the module, after a driver upgrade).'
+)
+NO_DEVICES_CAUSES = (
+    'The driver answered but lists no GPU: no NVIDIA GPU on the PCI bus, the GPU fell off the bus '
+    '(check dmesg for Xid 79), or the device nodes are not visible (container without /dev/nvidia*).'
+)
+
+
+class NvidiaSmiError(Exception):
+    """A failure with a status the module can report; ``status`` is one of the STATUS_* values."""
+
+    def __init__(self, message, status=None):
+        super(NvidiaSmiError, self).__init__(message)
+        self.message = message
+        self.status = status
+
+
+class NvidiaSmiParseError(NvidiaSmiError):
+    """nvidia-smi printed something that is not an nvidia_smi_log XML document."""
+
+
+def clean(value):
+    """Strip padding; return None for the values nvidia-smi prints when it has none."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.lower() in UNAVAILABLE_VALUES:
+        return None
+    return value
+
+
+def _text(elem, path):
+    if elem is None:
+        return None
+    found = elem.find(path)
+    if found is None:
+        return None
+    return clean(found.text)
+
+
+def parse_int(value):
+    """'4' -> 4; None or anything not an integer -> None."""
+    value = clean(value)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+_MIB_RE = re.compile(r'^\s*(\d+)\s*(MiB)?\s*$', re.IGNORECASE)
+
+
+def parse_mib(value):
+    """'81920 MiB' -> 81920; None, 'N/A' or an unknown unit -> None."""
+    value = clean(value)
+    if value is None:
+        return None
+    match = _MIB_RE.match(value)
+    if not match:
+        return None
+    return int(match.group(1))
+
+
+def driver_branch(version):
+    """'535.54.03' -> '535' (the major version, which is the branch); None -> None."""
+    if not version:
+        return None
+    return version.split('.', 1)[0]
+
+
+def quote_head(data, limit=QUOTE_BYTES):
+    """The first ``limit`` bytes of ``data`` as a repr, for error messages."""
+    if isinstance(data, bytes):
+        head = data[:limit]
+        return repr(head.decode('utf-8', 'replace'))
+    return repr(data.encode('utf-8', 'replace')[:limit].decode('utf-8', 'replace'))
+
+
+def _parse_gpu(index, gpu):
+    mig_devices = gpu.find('mig_devices')
+    mig_count = 0
+    if mig_devices is not None:
+        mig_count = len(mig_devices.findall('mig_device'))
+    pci_bus_id = _text(gpu, 'pci/pci_bus_id') or clean(gpu.get('id'))
+    return {
+        'index': index,
+        'name': _text(gpu, 'product_name'),
+        'uuid': _text(gpu, 'uuid'),
+        'pci_bus_id': pci_bus_id,
+        'minor_number': parse_int(_text(gpu, 'minor_number')),
+        'memory_total_mib': parse_mib(_text(gpu, 'fb_memory_usage/total')),
+        'persistence_mode': _text(gpu, 'persistence_mode'),
+        'mig_mode': _text(gpu, 'mig_mode/current_mig'),
+        'ecc_mode': _text(gpu, 'ecc_mode/current_ecc'),
+        'compute_mode': _text(gpu, 'compute_mode'),
+        'virtualization_mode': _text(gpu, 'gpu_virtualization_mode/virtualization_mode'),
+        'mig_devices': mig_count,
+    }
+
+
+def parse_nvidia_smi_xml(data):
+    """Parse the output of ``nvidia-smi -q -x`` (bytes or str) into a plain dict.
+
+    Returns ``driver_version``, ``driver_branch``, ``cuda_version``, ``attached_gpus`` (as printed,
+    or None), ``gpu_count`` (the number of <gpu> elements), ``dtd_version`` and ``gpus``: one dict
+    per <gpu> element in document order, ``index`` being that position (nvidia-smi's own index).
+    Raises NvidiaSmiParseError, quoting the first bytes, when ``data`` is not such a document.
+    """
+    raw = data.encode('utf-8') if not isinstance(data, bytes) else data
+    if not raw.strip():
+        raise NvidiaSmiParseError('nvidia-smi -q -x printed nothing (empty output)')
+    try:
+        root = ET.fromstring(raw)
+    except ET.ParseError as exc:
+        raise NvidiaSmiParseError(
+            'cannot parse nvidia-smi -q -x output as XML (%s); it starts with: %s'
+            % (exc, quote_head(raw)))
+    if root.tag != 'nvidia_smi_log':
+        raise NvidiaSmiParseError(
+            'nvidia-smi -q -x output has root element <%s>, expected <nvidia_smi_log>; it starts with: %s'
+            % (root.tag, quote_head(raw)))
+    dtd = re.search(br'nvsmi_device_v(\d+)\.dtd', raw[:512])
+    version = _text(root, 'driver_version')
+    gpus = [_parse_gpu(i, gpu) for i, gpu in enumerate(root.findall('gpu'))]
+    return {
+        'driver_version': version,
+        'driver_branch': driver_branch(version),
+        'cuda_version': _text(root, 'cuda_version'),
+        'attached_gpus': parse_int(_text(root, 'attached_gpus')),
+        'gpu_count': len(gpus),
+        'dtd_version': int(dtd.group(1)) if dtd else None,
+        'gpus': gpus,
+    }
+
+
+def count_warnings(facts):
+    """Warnings about the parsed facts (attached_gpus disagreeing with the listed GPUs)."""
+    warnings = []
+    attached = facts.get('attached_gpus')
+    if attached is not None and attached != facts['gpu_count']:
+        warnings.append(
+            'nvidia-smi reports attached_gpus=%d but lists %d <gpu> element(s); '
+            'gpu_count is the number listed' % (attached, facts['gpu_count']))
+    return warnings
+
+
+def _cmd_text(cmd):
+    if isinstance(cmd, (list, tuple)):
+        return ' '.join(cmd)
+    return cmd
+
+
+def describe_run(cmd, rc, stdout, stderr):
+    """'command: ... rc: ... stdout: ... stderr: ...' for failure messages."""
+    return 'command: %s; rc: %s; stdout: %s; stderr: %s' % (
+        _cmd_text(cmd), rc, (stdout or '').strip()[:QUOTE_BYTES * 5] or '(empty)',
+        (stderr or '').strip()[:QUOTE_BYTES * 5] or '(empty)')
+
+
+def classify_failure(cmd, rc, stdout, stderr):
+    """Turn a failed nvidia-smi run into an NvidiaSmiError with a status and a clear message.
+
+    Only called when rc != 0, or when rc == 0 but the output names a known failure.
+    """
+    both = ('%s\n%s' % (stdout or '', stderr or '')).lower()
+    where = describe_run(cmd, rc, stdout, stderr)
+    if NO_DRIVER_TEXT in both or rc == RC_DRIVER_NOT_LOADED:
+        return NvidiaSmiError(
+            "nvidia-smi couldn't communicate with the NVIDIA driver (rc %s). %s %s"
+            % (rc, NO_DRIVER_CAUSES, where), STATUS_NO_DRIVER)
+    if NVML_INIT_TEXT in both:
+        line = [ln.strip() for ln in ('%s\n%s' % (stdout or '', stderr or '')).splitlines()
+                if NVML_INIT_TEXT in ln.lower()][0]
+        return NvidiaSmiError(
+            'nvidia-smi: %s (rc %s). %s %s' % (line, rc, NVML_INIT_CAUSES, where), STATUS_NVML_INIT)
+    if NO_DEVICES_TEXT in both:
+        return NvidiaSmiError(
+            'nvidia-smi: No devices were found (rc %s). %s %s' % (rc, NO_DEVICES_CAUSES, where),
+            STATUS_NO_DEVICES)
+    return NvidiaSmiError('nvidia-smi failed (rc %s). %s' % (rc, where))
+
+
+def interpret_run(cmd, rc, stdout, stderr):
+    """Parse a finished ``nvidia-smi -q -x`` run, or raise NvidiaSmiError explaining the failure."""
+    if rc != 0:
+        raise classify_failure(cmd, rc, stdout, stderr)
+    head = (stdout or '').lstrip()[:300].lower()
+    if not head.startswith('<') and (NO_DRIVER_TEXT in head or NVML_INIT_TEXT in head
+                                     or NO_DEVICES_TEXT in head):
+        raise classify_failure(cmd, rc, stdout, stderr)
+    try:
+        return parse_nvidia_smi_xml(stdout)
+    except NvidiaSmiParseError as exc:
+        raise NvidiaSmiParseError('%s. %s' % (exc.message, describe_run(cmd, rc, '', stderr)))
+
+
+def _matches_version(expected, found):
+    return found == expected or found.startswith(expected + '.')
+
+
+def check_expectations(facts, expect):
+    """Compare parsed facts with the expectations; return every mismatch as a string.
+
+    ``expect`` keys (None means not checked): driver_branch, driver_version (exact, or a prefix
+    ending at a dot: '535.54' matches '535.54.03'), gpu_count, min_gpu_count, product (a regular
+    expression searched in each GPU's name), persistence_mode and mig_mode ('Enabled'/'Disabled',
+    compared with every GPU's current mode).
+    """
+    problems = []
+    want = expect.get('driver_branch')
+    if want is not None and str(want) != str(facts.get('driver_branch')):
+        problems.append('driver_branch: expected %s, found %s' % (want, facts.get('driver_branch')))
+    want = expect.get('driver_version')
+    if want is not None:
+        found = facts.get('driver_version')
+        if found is None or not _matches_version(str(want), found):
+            problems.append('driver_version: expected %s (exact or prefix), found %s' % (want, found))
+    want = expect.get('gpu_count')
+    if want is not None and want != facts['gpu_count']:
+        problems.append('gpu_count: expected %s, found %s' % (want, facts['gpu_count']))
+    want = expect.get('min_gpu_count')
+    if want is not None and facts['gpu_count'] < want:
+        problems.append('min_gpu_count: expected at least %s, found %s' % (want, facts['gpu_count']))
+    want = expect.get('product')
+    if want is not None:
+        pattern = re.compile(want)
+        for gpu in facts['gpus']:
+            if not pattern.search(gpu.get('name') or ''):
+                problems.append('GPU %s (%s) product: expected to match %r, found %r'
+                                % (gpu['index'], gpu['pci_bus_id'], want, gpu.get('name')))
+    for key in ('persistence_mode', 'mig_mode'):
+        want = expect.get(key)
+        if want is None:
+            continue
+        for gpu in facts['gpus']:
+            found = gpu.get(key)
+            if (found or '').lower() != want.lower():
+                problems.append('GPU %s (%s) %s: expected %s, found %s'
+                                % (gpu['index'], gpu['pci_bus_id'], key, want,
+                                   found if found is not None else 'N/A'))
+    return problems

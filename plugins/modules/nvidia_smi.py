@@ -1,0 +1,388 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: nvidia_smi
+short_description: Read the NVIDIA driver and GPUs from C(nvidia-smi -q -x) and check expectations
+version_added: 0.1.0
+description:
+  - Runs C(nvidia-smi -q -x) once on the managed node, under a C locale and a timeout, and returns
+    the driver version, its branch, the CUDA version and one entry per GPU listed.
+  - Optionally checks expectations (driver branch or version, GPU count, product, persistence and
+    MIG mode) and fails listing every mismatch at once, each as C(expected X, found Y).
+  - Each failure of C(nvidia-smi) has its own message (binary missing, driver not communicating,
+    NVML not initialising, no devices, unparseable output, timeout) that includes the command, rc,
+    stdout and stderr.
+  - With O(allow_no_gpu=true) the driver-side failures (no driver communication, NVML init failure,
+    no devices) are returned as data instead (RV(driver_communicating), RV(status), RV(reason)), so
+    a role can report "driver installed, module built, no GPU visible" on a machine without a GPU.
+  - Never reports C(changed). The parser is C(plugins/module_utils/nvidia_smi.py).
+author:
+  - baremetal.gpu maintainers
+requirements:
+  - C(nvidia-smi) from the NVIDIA driver on the managed node.
+  - C(timeout) from GNU coreutils on the managed node to enforce O(timeout) (without it the module
+    warns and runs C(nvidia-smi) without a time limit).
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; the command runs in check mode too.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  binary_path:
+    description:
+      - Path of the C(nvidia-smi) binary.
+      - When unset, the module searches E(PATH) and then C(/usr/bin), C(/usr/local/bin),
+        C(/usr/local/nvidia/bin), C(/run/nvidia/driver/usr/bin) (GPU Operator driver container)
+        and C(/opt/nvidia/bin).
+    type: path
+  timeout:
+    description:
+      - Seconds C(nvidia-smi -q -x) may run before it is killed (C(timeout -k 5 <timeout>)).
+        A hung GPU or driver makes C(nvidia-smi) block; the module then fails with a timeout message.
+    type: int
+    default: 60
+  allow_no_gpu:
+    description:
+      - When V(true), C(nvidia-smi) failing because it cannot communicate with the driver (exit 9),
+        because NVML cannot initialise (for example C(Failed to initialize NVML: Unknown Error), exit
+        255) or because no devices were found does not fail the task. The module returns
+        RV(driver_communicating=false) (V(true) for no devices), RV(status) and RV(reason) instead,
+        with RV(gpu_count=0) and RV(gpus=[]); expectations are then not checked.
+      - A missing binary, unparseable output and a timeout still fail.
+    type: bool
+    default: false
+  driver_branch:
+    description:
+      - Expected driver branch (the major version), for example V(580).
+    type: str
+  driver_version:
+    description:
+      - Expected driver version, exact (V(535.54.03)) or a prefix ending at a dot (V(535.54) matches
+        V(535.54.03); V(535.5) does not).
+    type: str
+  gpu_count:
+    description:
+      - Expected number of GPUs listed by C(nvidia-smi), exactly.
+    type: int
+  min_gpu_count:
+    description:
+      - Expected minimum number of GPUs listed by C(nvidia-smi).
+    type: int
+  product:
+    description:
+      - Regular expression (Python C(re.search)) every GPU's product name must match,
+        for example V(H100|H200).
+    type: str
+  persistence_mode:
+    description:
+      - Expected current persistence mode of every GPU.
+    type: str
+    choices: [Enabled, Disabled]
+  mig_mode:
+    description:
+      - Expected current MIG mode of every GPU. GPUs without MIG report N/A and never match.
+    type: str
+    choices: [Enabled, Disabled]
+notes:
+  - Runs C(nvidia-smi -q -x) with E(LC_ALL=C) and E(LANG=C), wrapped in C(timeout -k 5 <timeout>);
+    exit 124 or 137 from that wrapper is reported as a timeout.
+  - O(gpu_count) counts the C(<gpu>) elements printed. When C(attached_gpus) disagrees with that number
+    (a trimmed or partial output) the module warns.
+  - C(index) is the position in C(nvidia-smi)'s output (its own index order), which need not follow
+    the Linux minor number; both are returned.
+  - Tested with unit tests that feed 20 real C(nvidia-smi -q -x) captures (DTD v10 to v13 and no
+    DOCTYPE, several driver branches, MIG, vGPU guest) through the parser and drive the module with
+    mocked command replies, including the real failure messages. It has not been run against a GPU
+    by this project's CI, which has none.
+seealso:
+  - module: baremetal.gpu.gpu_node_capacity
+  - name: nvidia-smi documentation
+    description: NVIDIA System Management Interface, including its exit codes.
+    link: https://docs.nvidia.com/deploy/nvidia-smi/index.html
+"""
+
+EXAMPLES = r"""
+- name: Read the GPUs and require the 580 branch with eight H100s
+  baremetal.gpu.nvidia_smi:
+    driver_branch: "580"
+    gpu_count: 8
+    product: "H100"
+    persistence_mode: Enabled
+  register: smi
+
+- name: Show the GPUs
+  ansible.builtin.debug:
+    msg: "{{ smi.gpus | map(attribute='name') | list }}"
+
+- name: After installing the driver on a node that may have no GPU, report instead of failing
+  baremetal.gpu.nvidia_smi:
+    allow_no_gpu: true
+  register: smi_probe
+
+- name: Say what was found
+  ansible.builtin.debug:
+    msg: >-
+      {{ 'driver ' ~ smi_probe.driver_version ~ ' with ' ~ smi_probe.gpu_count ~ ' GPU(s)'
+         if smi_probe.status == 'ok'
+         else 'driver installed, no GPU visible: ' ~ smi_probe.reason }}
+
+- name: Use the driver shipped by the GPU Operator
+  baremetal.gpu.nvidia_smi:
+    binary_path: /run/nvidia/driver/usr/bin/nvidia-smi
+    timeout: 30
+"""
+
+RETURN = r"""
+status:
+  description:
+    - V(ok) when the XML was read; otherwise, only with O(allow_no_gpu=true), one of
+      V(no_driver_communication) (exit 9, "couldn't communicate with the NVIDIA driver"),
+      V(nvml_init_failed) ("Failed to initialize NVML", for example exit 255) or
+      V(no_devices) ("No devices were found").
+  returned: always
+  type: str
+  sample: ok
+driver_communicating:
+  description:
+    - V(true) when C(nvidia-smi) talked to the kernel driver (V(ok) and V(no_devices)),
+      V(false) for V(no_driver_communication) and V(nvml_init_failed).
+  returned: always
+  type: bool
+  sample: true
+reason:
+  description: Why no GPU data was read (the full message with likely causes); empty when RV(status=ok).
+  returned: always
+  type: str
+  sample: ""
+binary:
+  description: Path of the C(nvidia-smi) that ran.
+  returned: always
+  type: str
+  sample: /usr/bin/nvidia-smi
+cmd:
+  description: The command that ran, as a list.
+  returned: always
+  type: list
+  elements: str
+  sample: [/usr/bin/timeout, -k, "5", "60", /usr/bin/nvidia-smi, -q, -x]
+rc:
+  description: Exit status of the command.
+  returned: always
+  type: int
+  sample: 0
+stderr:
+  description: Standard error of the command.
+  returned: always
+  type: str
+  sample: ""
+driver_version:
+  description: Driver version; V(null) when not read.
+  returned: always
+  type: str
+  sample: 535.54.03
+driver_branch:
+  description: Driver branch, the major version; V(null) when not read.
+  returned: always
+  type: str
+  sample: "535"
+cuda_version:
+  description: Highest CUDA version the driver supports; V(null) when not read.
+  returned: always
+  type: str
+  sample: "12.2"
+attached_gpus:
+  description: The C(attached_gpus) value as printed; V(null) when absent.
+  returned: always
+  type: int
+  sample: 4
+gpu_count:
+  description: Number of GPUs listed (C(<gpu>) elements); V(0) when not read.
+  returned: always
+  type: int
+  sample: 1
+dtd_version:
+  description: Version of the C(nvsmi_device_vN.dtd) named in the DOCTYPE; V(null) when there is none.
+  returned: always
+  type: int
+  sample: 12
+gpus:
+  description: One entry per GPU in C(nvidia-smi)'s order. Values C(nvidia-smi) prints as N/A are V(null).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    index:
+      description: Position in C(nvidia-smi)'s output, starting at 0.
+      type: int
+    name:
+      description: Product name.
+      type: str
+    uuid:
+      description: GPU UUID.
+      type: str
+    pci_bus_id:
+      description: PCI bus id.
+      type: str
+    minor_number:
+      description: Linux minor number (C(/dev/nvidiaN)).
+      type: int
+    memory_total_mib:
+      description: Total framebuffer memory in MiB.
+      type: int
+    persistence_mode:
+      description: V(Enabled) or V(Disabled).
+      type: str
+    mig_mode:
+      description: Current MIG mode, V(Enabled) or V(Disabled); V(null) on GPUs without MIG.
+      type: str
+    ecc_mode:
+      description: Current ECC mode.
+      type: str
+    compute_mode:
+      description: Compute mode, for example V(Default).
+      type: str
+    virtualization_mode:
+      description: For example V(None), V(Pass-Through) or V(VGPU).
+      type: str
+    mig_devices:
+      description: Number of MIG devices listed.
+      type: int
+  sample:
+    - index: 0
+      name: NVIDIA A100-SXM4-80GB
+      uuid: GPU-513536b6-7d19-9063-b049-1e69664bb298
+      pci_bus_id: "00000000:01:00.0"
+      minor_number: 1
+      memory_total_mib: 81920
+      persistence_mode: Disabled
+      mig_mode: Enabled
+      ecc_mode: Enabled
+      compute_mode: Default
+      virtualization_mode: None
+      mig_devices: 4
+mismatches:
+  description: Every expectation not met, each as C(expected X, found Y); the task fails when not empty.
+  returned: always
+  type: list
+  elements: str
+  sample: ["driver_branch: expected 580, found 535"]
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.baremetal.gpu.plugins.module_utils.nvidia_smi import (
+    NvidiaSmiError,
+    NvidiaSmiParseError,
+    STATUS_OK,
+    STATUS_NO_DEVICES,
+    check_expectations,
+    count_warnings,
+    describe_run,
+    interpret_run,
+)
+
+SEARCH_DIRS = ['/usr/bin', '/usr/local/bin', '/usr/local/nvidia/bin', '/run/nvidia/driver/usr/bin',
+               '/opt/nvidia/bin']
+TIMEOUT_RCS = (124, 137)
+EXPECTATIONS = ('driver_branch', 'driver_version', 'gpu_count', 'min_gpu_count', 'product',
+                'persistence_mode', 'mig_mode')
+
+
+def empty_result():
+    return dict(changed=False, status=STATUS_OK, driver_communicating=True, reason='', binary=None,
+                cmd=[], rc=None, stderr='', driver_version=None, driver_branch=None,
+                cuda_version=None, attached_gpus=None, gpu_count=0, dtd_version=None, gpus=[],
+                mismatches=[])
+
+
+def find_binary(module):
+    path = module.params['binary_path']
+    if path:
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            module.fail_json(msg='nvidia-smi not found: binary_path %s does not exist or is not executable; '
+                                 'is the driver installed?' % path, **empty_result())
+        return path
+    path = module.get_bin_path('nvidia-smi', required=False, opt_dirs=SEARCH_DIRS)
+    if not path:
+        module.fail_json(msg='nvidia-smi not found in PATH or %s; is the driver installed?'
+                             % ', '.join(SEARCH_DIRS), **empty_result())
+    return path
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            binary_path=dict(type='path'),
+            timeout=dict(type='int', default=60),
+            allow_no_gpu=dict(type='bool', default=False),
+            driver_branch=dict(type='str'),
+            driver_version=dict(type='str'),
+            gpu_count=dict(type='int'),
+            min_gpu_count=dict(type='int'),
+            product=dict(type='str'),
+            persistence_mode=dict(type='str', choices=['Enabled', 'Disabled']),
+            mig_mode=dict(type='str', choices=['Enabled', 'Disabled']),
+        ),
+        supports_check_mode=True,
+    )
+    result = empty_result()
+    if module.params['timeout'] < 1:
+        module.fail_json(msg='timeout must be at least 1 second, got %s' % module.params['timeout'], **result)
+
+    binary = find_binary(module)
+    cmd = [binary, '-q', '-x']
+    wrapper = module.get_bin_path('timeout', required=False)
+    if wrapper:
+        cmd = [wrapper, '-k', '5', str(module.params['timeout'])] + cmd
+    else:
+        module.warn('timeout (coreutils) not found; running nvidia-smi without a time limit')
+    result.update(binary=binary, cmd=cmd)
+
+    rc, stdout, stderr = module.run_command(cmd, environ_update={'LC_ALL': 'C', 'LANG': 'C'})
+    result.update(rc=rc, stderr=stderr)
+
+    if wrapper and rc in TIMEOUT_RCS:
+        module.fail_json(msg='nvidia-smi -q -x did not finish within %s s and was killed (timeout); '
+                             'a hung GPU or driver blocks nvidia-smi, check dmesg for Xid errors. %s'
+                             % (module.params['timeout'], describe_run(cmd, rc, stdout, stderr)), **result)
+
+    try:
+        facts = interpret_run(cmd, rc, stdout, stderr)
+    except NvidiaSmiParseError as exc:
+        module.fail_json(msg=exc.message, **result)
+    except NvidiaSmiError as exc:
+        if exc.status and module.params['allow_no_gpu']:
+            result.update(status=exc.status, reason=exc.message,
+                          driver_communicating=exc.status == STATUS_NO_DEVICES)
+            module.exit_json(**result)
+        module.fail_json(msg=exc.message, **result)
+
+    result.update(facts)
+    for warning in count_warnings(facts):
+        module.warn(warning)
+
+    expect = dict((key, module.params[key]) for key in EXPECTATIONS)
+    result['mismatches'] = check_expectations(facts, expect)
+    if result['mismatches']:
+        module.fail_json(msg='nvidia-smi on this node does not meet %d expectation(s): %s'
+                             % (len(result['mismatches']), '; '.join(result['mismatches'])), **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

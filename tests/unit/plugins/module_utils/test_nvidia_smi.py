@@ -1,0 +1,322 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every real nvidia-smi -q -x capture in tests/fixtures/nvidia-smi-xml through the parser.
+
+The EXPECTED table was written by reading each XML file (the line numbers are given), not by
+running the parser. 'None' means the file prints N/A (or an equivalent) or lacks the element.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+import pytest
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import nvidia_smi as smi
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'nvidia-smi-xml')
+
+
+def gpu(index, name, uuid, bus, minor, mem, persist, mig, ecc, compute='Default', virt='None', mig_devices=0):
+    return dict(index=index, name=name, uuid=uuid, pci_bus_id=bus, minor_number=minor,
+                memory_total_mib=mem, persistence_mode=persist, mig_mode=mig, ecc_mode=ecc,
+                compute_mode=compute, virtualization_mode=virt, mig_devices=mig_devices)
+
+
+# file: (driver_version, cuda_version, attached_gpus, dtd_version, [gpus])
+EXPECTED = {
+    # lines 5-7, 9, 15, 18, 21-22 ("None"), 31, 33, 65, 81, 129, 144, 168
+    'telegraf__3090-v13.xml': ('590.44.01', '13.1', 1, 13, [
+        gpu(0, 'NVIDIA GeForce RTX 3090', 'GPU-12345678-aaaa-bbbb-cccc-0123456789ab', '00000000:09:00.0',
+            0, 24576, 'Enabled', None, None)]),
+    # trimmed: attached_gpus 4 but one <gpu>; MIG Enabled with 4 <mig_device> (lines 21, 52, 83, 114);
+    # minor_number 1 (line 154); fb total 81920 MiB (line 229, not the per-MIG 19968 MiB)
+    'telegraf__a100-sxm4-v12.xml': ('535.54.03', '12.2', 4, 12, [
+        gpu(0, 'NVIDIA A100-SXM4-80GB', 'GPU-513536b6-7d19-9063-b049-1e69664bb298', '00000000:01:00.0',
+            1, 81920, 'Disabled', 'Enabled', 'Enabled', mig_devices=4)]),
+    'telegraf__a10g.xml': ('515.105.01', '11.7', 1, 11, [
+        gpu(0, 'NVIDIA A10G', 'GPU-9a9a6c50-2a47-2f51-a902-b82c3b127e94', '00000000:00:1E.0',
+            0, 23028, 'Disabled', None, 'Enabled', virt='Pass-Through')]),
+    'telegraf__dual_2070-v13.xml': ('590.44.01', '13.1', 2, 13, [
+        gpu(0, 'NVIDIA GeForce RTX 2070', 'GPU-12345678-aaaa-bbbb-cccc-0123456789ab', '00000000:01:00.0',
+            0, 8192, 'Enabled', None, None),
+        gpu(1, 'NVIDIA GeForce RTX 2070', 'GPU-12345678-aaaa-bbbb-cccc-0123456789cd', '00000000:02:00.0',
+            1, 8192, 'Enabled', None, None)]),
+    # both GPUs carry the same (masked) uuid in this file (lines 31 and 843)
+    'telegraf__dual_2080-v13.xml': ('590.44.01', '13.1', 2, 13, [
+        gpu(0, 'NVIDIA GeForce RTX 2080', 'GPU-12345678-aaaa-bbbb-cccc-0123456789ab', '00000000:01:00.0',
+            0, 8192, 'Enabled', None, None),
+        gpu(1, 'NVIDIA GeForce RTX 2080', 'GPU-12345678-aaaa-bbbb-cccc-0123456789ab', '00000000:02:00.0',
+            1, 8192, 'Enabled', None, None)]),
+    # out of minor-number order: first GPU (81:00.0) has minor 1, second (C1:00.0) minor 0
+    'telegraf__dual_a5000-v13.xml': ('590.44.01', '13.1', 2, 13, [
+        gpu(0, 'NVIDIA RTX A5000', 'GPU-12345678-aaaa-bbbb-cccc-0123456789ab', '00000000:81:00.0',
+            1, 24564, 'Enabled', None, 'Disabled'),
+        gpu(1, 'NVIDIA RTX A5000', 'GPU-12345678-aaaa-bbbb-cccc-0123456789cd', '00000000:C1:00.0',
+            0, 24564, 'Enabled', None, 'Disabled')]),
+    'telegraf__gt-1030.xml': ('470.74', '11.4', 1, 11, [
+        gpu(0, 'NVIDIA GeForce GT 1030', 'GPU-857c6374-f681-cf3a-f99f-9063a87b8ac0', '00000000:2D:00.0',
+            0, 1998, 'Disabled', None, None)]),
+    # fragment: no driver_version, cuda_version, attached_gpus, persistence, mig, ecc, minor, pci_bus_id
+    # (pci_bus_id falls back to the <gpu id=...> attribute, line 4)
+    'telegraf__gtx-1070-ti.xml': (None, None, None, 10, [
+        gpu(0, 'GeForce GTX 1070 Ti', 'GPU-f9ba66fc-a7f5-94c5-da19-019ef2f9c665', '00000000:01:00.0',
+            None, 4096, None, None, None, virt=None)]),
+    # no DOCTYPE, driver 418.43: no <mig_mode>/<mig_devices>, no <host_vgpu_mode>
+    'telegraf__gtx-1660-ti.xml': ('418.43', '10.1', 1, None, [
+        gpu(0, 'Graphics Device', 'GPU-304a277d-3545-63b8-3a36-dfde3c992989', '00000000:43:00.0',
+            0, 5912, 'Disabled', None, None)]),
+    'telegraf__pro-6000-maxq-blackwell-v13.xml': ('590.44.01', '13.1', 1, 13, [
+        gpu(0, 'NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition',
+            'GPU-12345678-aaaa-bbbb-cccc-0123456789ab', '00000000:61:00.0',
+            0, 97887, 'Enabled', None, 'Disabled')]),
+    'telegraf__quadro-p2000-v12.xml': ('525.125.06', '12.0', 1, 12, [
+        gpu(0, 'Quadro P2000', 'GPU-396caaed-39ca-3199-2e68-717cdb786ec6', '00000000:17:00.0',
+            0, 5120, 'Enabled', None, None)]),
+    'telegraf__quadro-p400.xml': ('418.43', '10.1', 1, None, [
+        gpu(0, 'Quadro P400', 'GPU-8f750be4-dfbc-23b9-b33f-da729a536494', '00000000:43:00.0',
+            0, 1998, 'Disabled', None, None)]),
+    'telegraf__rtx-3060-v12.xml': ('570.124.04', '12.8', 1, 12, [
+        gpu(0, 'NVIDIA GeForce RTX 3060', 'GPU-d6889ff6-2523-9142-ca3c-1ca3f396a625', '00000000:2D:00.0',
+            0, 12288, 'Enabled', None, None)]),
+    # Windows-style capture: persistence_mode N/A, minor_number N/A
+    'telegraf__rtx-3080-v12.xml': ('536.40', '12.2', 1, 12, [
+        gpu(0, 'NVIDIA GeForce RTX 3080', 'GPU-19d6d965-2acc-f646-00f8-4c76979aabb4', '00000000:04:00.0',
+            None, 10240, None, None, None, virt='Pass-Through')]),
+    'telegraf__rtx-3080-v13.xml': ('595.58.03', '13.2', 1, 13, [
+        gpu(0, 'NVIDIA GeForce RTX 3080', 'GPU-19d6d965-2acc-f646-00f8-4c76979aabb4', '00000000:0C:00.0',
+            0, 10240, 'Disabled', None, None)]),
+    'telegraf__rtx-3090-v12.xml': ('525.147.05', '12.0', 1, 12, [
+        gpu(0, 'NVIDIA GeForce RTX 3090', 'GPU-12345678-aaaa-bbbb-cccc-0123456789ab', '00000000:00:10.0',
+            0, 24576, 'Enabled', None, None, virt='Pass-Through')]),
+    'telegraf__rtx-4000-sff-ada-v13.xml': ('595.84', '13.2', 1, 13, [
+        gpu(0, 'NVIDIA RTX 4000 SFF Ada Generation', 'GPU-37037c3f-65c8-ec4d-24a9-420204ad8026',
+            '00000000:06:00.0', 0, 20475, 'Enabled', None, 'Disabled')]),
+    'telegraf__tesla-t4.xml': ('515.105.01', '11.7', 1, 11, [
+        gpu(0, 'Tesla T4', 'GPU-d37e67a5-91dd-3774-a5cb-99096249601a', '00000000:00:1E.0',
+            0, 15360, 'Disabled', None, 'Enabled', virt='Pass-Through')]),
+    # vGPU guest: GRID P4-1Q, virtualization_mode VGPU, persistence and minor N/A, 1024 MiB
+    'telegraf__tesla_p4.xml': ('513.46', '11.6', 1, 11, [
+        gpu(0, 'GRID P4-1Q', 'GPU-1b1ea7c7-1c4b-ed49-1c72-26c65f2dd207', '00000000:00:0B.0',
+            None, 1024, None, None, None, virt='VGPU')]),
+    'telegraf__tesla_t4.xml': ('512.78', '11.6', 1, 11, [
+        gpu(0, 'Tesla T4', 'GPU-f6e826dc-c9d7-ac58-6d5d-9048c9e1c124', '00000000:01:00.0',
+            None, 15360, None, None, 'Enabled')]),
+}
+
+
+def read(name):
+    with open(os.path.join(FIXTURES, name), 'rb') as handle:
+        return handle.read()
+
+
+def test_every_fixture_has_expectations():
+    on_disk = sorted(f for f in os.listdir(FIXTURES) if f.endswith('.xml'))
+    assert on_disk == sorted(EXPECTED)
+    assert len(on_disk) == 20
+
+
+@pytest.mark.parametrize('name', sorted(EXPECTED))
+def test_fixture(name):
+    version, cuda, attached, dtd, gpus = EXPECTED[name]
+    facts = smi.parse_nvidia_smi_xml(read(name))
+    assert facts['driver_version'] == version
+    assert facts['driver_branch'] == (version.split('.')[0] if version else None)
+    assert facts['cuda_version'] == cuda
+    assert facts['attached_gpus'] == attached
+    assert facts['dtd_version'] == dtd
+    assert facts['gpu_count'] == len(gpus)
+    assert facts['gpus'] == gpus
+
+
+@pytest.mark.parametrize('name', sorted(EXPECTED))
+def test_fixture_as_text(name):
+    """run_command hands the module text, not bytes; the result must be the same."""
+    assert smi.parse_nvidia_smi_xml(read(name).decode('utf-8')) == smi.parse_nvidia_smi_xml(read(name))
+
+
+def test_driver_branches_seen():
+    assert sorted(set(smi.driver_branch(v[0]) for v in EXPECTED.values() if v[0])) == [
+        '418', '470', '512', '513', '515', '525', '535', '536', '570', '590', '595']
+
+
+def test_trimmed_file_warns_about_attached_gpus():
+    facts = smi.parse_nvidia_smi_xml(read('telegraf__a100-sxm4-v12.xml'))
+    assert smi.count_warnings(facts) == [
+        'nvidia-smi reports attached_gpus=4 but lists 1 <gpu> element(s); gpu_count is the number listed']
+
+
+def test_consistent_file_has_no_warning():
+    assert smi.count_warnings(smi.parse_nvidia_smi_xml(read('telegraf__dual_a5000-v13.xml'))) == []
+
+
+@pytest.mark.parametrize('value, expected', [
+    ('N/A', None), ('  N/A  ', None), ('Not Supported', None), ('[Not Supported]', None),
+    ('Requested functionality has been deprecated', None), ('', None), (None, None),
+    ('  Enabled \n', 'Enabled'), ('\n\t\t\tNone\n\t\t', 'None'),
+])
+def test_clean(value, expected):
+    assert smi.clean(value) == expected
+
+
+@pytest.mark.parametrize('value, expected', [
+    ('81920 MiB', 81920), ('  4096 MiB ', 4096), ('N/A', None), ('12 GiB', None), (None, None), ('5', 5)])
+def test_parse_mib(value, expected):
+    assert smi.parse_mib(value) == expected
+
+
+# Synthetic variants (not captures): they exercise values the captures above do not contain.
+SYNTHETIC_NOT_SUPPORTED = b"""<?xml version="1.0" ?>
+<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v9.dtd">
+<nvidia_smi_log>
+  <driver_version>  410.79  </driver_version>
+  <attached_gpus>1</attached_gpus>
+  <gpu id="00000000:3B:00.0">
+    <product_name>Tesla V100-PCIE-16GB</product_name>
+    <persistence_mode>Not Supported</persistence_mode>
+    <mig_devices>
+      None
+    </mig_devices>
+    <fb_memory_usage><total>[Not Supported]</total></fb_memory_usage>
+    <compute_mode>Requested functionality has been deprecated</compute_mode>
+  </gpu>
+</nvidia_smi_log>
+"""
+
+
+def test_synthetic_not_supported_and_v9_doctype():
+    facts = smi.parse_nvidia_smi_xml(SYNTHETIC_NOT_SUPPORTED)
+    assert facts['dtd_version'] == 9
+    assert facts['driver_version'] == '410.79'
+    assert facts['driver_branch'] == '410'
+    assert facts['cuda_version'] is None
+    assert facts['gpus'][0]['persistence_mode'] is None
+    assert facts['gpus'][0]['memory_total_mib'] is None
+    assert facts['gpus'][0]['compute_mode'] is None
+    assert facts['gpus'][0]['mig_devices'] == 0
+    assert facts['gpus'][0]['pci_bus_id'] == '00000000:3B:00.0'
+
+
+def test_zero_gpus():
+    facts = smi.parse_nvidia_smi_xml(b'<nvidia_smi_log><driver_version>580.82.07</driver_version>'
+                                     b'<attached_gpus>0</attached_gpus></nvidia_smi_log>')
+    assert facts['gpu_count'] == 0 and facts['gpus'] == [] and smi.count_warnings(facts) == []
+
+
+@pytest.mark.parametrize('data, fragment', [
+    (b'', 'printed nothing'),
+    (b'   \n', 'printed nothing'),
+    (b'Segmentation fault\n', "it starts with: 'Segmentation fault\\n'"),
+    (b'<?xml version="1.0" ?>\n<nvidia_smi_log>\n<gpu id="0">', 'cannot parse'),
+    (b'<html><body>nope</body></html>', 'root element <html>'),
+])
+def test_unparseable_quotes_first_bytes(data, fragment):
+    with pytest.raises(smi.NvidiaSmiParseError) as err:
+        smi.parse_nvidia_smi_xml(data)
+    assert fragment in err.value.message
+
+
+def test_unparseable_quote_is_limited():
+    with pytest.raises(smi.NvidiaSmiParseError) as err:
+        smi.parse_nvidia_smi_xml(b'x' * 5000)
+    assert "'" + 'x' * smi.QUOTE_BYTES + "'" in err.value.message
+    assert 'x' * (smi.QUOTE_BYTES + 1) not in err.value.message
+
+
+# Failure texts quoted verbatim from tests/fixtures/nvidia-smi-text/FAILURE_MESSAGES.compiled.txt
+FAILURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'nvidia-smi-text',
+                        'FAILURE_MESSAGES.compiled.txt')
+
+
+def failure_block(number):
+    """The stdout/stderr quoted in section ``number`` (1-based) of FAILURE_MESSAGES.compiled.txt."""
+    with open(FAILURES) as handle:
+        text = handle.read()
+    blocks = re.findall(r'----- stdout/stderr -----\n(.*?)----- end -----', text, re.S)
+    return blocks[number - 1]
+
+
+NO_DRIVER = failure_block(1)
+NO_DEVICES = failure_block(2)
+NVML_UNKNOWN = failure_block(4)
+
+
+def test_failure_texts_are_the_compiled_ones():
+    assert NO_DRIVER.startswith("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
+    assert NO_DEVICES == 'No devices were found\n'
+    assert NVML_UNKNOWN == 'Failed to initialize NVML: Unknown Error\n'
+
+
+CMD = ['/usr/bin/timeout', '-k', '5', '60', '/usr/bin/nvidia-smi', '-q', '-x']
+
+
+@pytest.mark.parametrize('rc, out, status, words', [
+    (9, NO_DRIVER, smi.STATUS_NO_DRIVER, ['module is not loaded', 'nouveau', 'reboot', 'Secure Boot', 'rc: 9']),
+    (255, NVML_UNKNOWN, smi.STATUS_NVML_INIT, ['Failed to initialize NVML: Unknown Error (rc 255)',
+                                               '/dev/nvidiactl', 'rc: 255']),
+    (6, NO_DEVICES, smi.STATUS_NO_DEVICES, ['No devices were found (rc 6)', 'fell off the bus']),
+    (0, NO_DEVICES, smi.STATUS_NO_DEVICES, ['No devices were found (rc 0)']),
+    (15, 'Unable to determine the device handle for GPU0000:3B:00.0: GPU is lost.\n', None,
+     ['nvidia-smi failed (rc 15)', 'GPU is lost']),
+])
+def test_interpret_run_failures(rc, out, status, words):
+    with pytest.raises(smi.NvidiaSmiError) as err:
+        smi.interpret_run(CMD, rc, out, '')
+    assert err.value.status == status
+    assert ' '.join(CMD) in err.value.message
+    for word in words:
+        assert word in err.value.message
+
+
+def test_interpret_run_ok():
+    facts = smi.interpret_run(CMD, 0, read('telegraf__tesla-t4.xml').decode(), '')
+    assert facts['gpus'][0]['name'] == 'Tesla T4'
+
+
+def test_interpret_run_garbage_names_command():
+    with pytest.raises(smi.NvidiaSmiParseError) as err:
+        smi.interpret_run(CMD, 0, 'GPU 0: Tesla T4 (UUID: GPU-x)\n', 'warning: something\n')
+    assert "it starts with: 'GPU 0: Tesla T4" in err.value.message
+    assert 'stderr: warning: something' in err.value.message
+
+
+A100 = smi.parse_nvidia_smi_xml(read('telegraf__a100-sxm4-v12.xml'))
+DUAL = smi.parse_nvidia_smi_xml(read('telegraf__dual_a5000-v13.xml'))
+
+
+def test_expectations_all_met():
+    assert smi.check_expectations(A100, dict(
+        driver_branch='535', driver_version='535.54', gpu_count=1, min_gpu_count=1, product='A100',
+        persistence_mode='Disabled', mig_mode='Enabled')) == []
+
+
+def test_expectations_exact_version():
+    assert smi.check_expectations(A100, dict(driver_version='535.54.03')) == []
+
+
+def test_expectations_every_mismatch_at_once():
+    problems = smi.check_expectations(DUAL, dict(
+        driver_branch='580', driver_version='590.4', gpu_count=8, min_gpu_count=4, product='H100',
+        persistence_mode='Disabled', mig_mode='Enabled'))
+    assert problems == [
+        'driver_branch: expected 580, found 590',
+        'driver_version: expected 590.4 (exact or prefix), found 590.44.01',
+        'gpu_count: expected 8, found 2',
+        'min_gpu_count: expected at least 4, found 2',
+        "GPU 0 (00000000:81:00.0) product: expected to match 'H100', found 'NVIDIA RTX A5000'",
+        "GPU 1 (00000000:C1:00.0) product: expected to match 'H100', found 'NVIDIA RTX A5000'",
+        'GPU 0 (00000000:81:00.0) persistence_mode: expected Disabled, found Enabled',
+        'GPU 1 (00000000:C1:00.0) persistence_mode: expected Disabled, found Enabled',
+        'GPU 0 (00000000:81:00.0) mig_mode: expected Enabled, found N/A',
+        'GPU 1 (00000000:C1:00.0) mig_mode: expected Enabled, found N/A',
+    ]
+
+
+def test_expectations_without_driver_version():
+    facts = smi.parse_nvidia_smi_xml(read('telegraf__gtx-1070-ti.xml'))
+    assert smi.check_expectations(facts, dict(driver_branch='418', driver_version='418')) == [
+        'driver_branch: expected 418, found None',
+        'driver_version: expected 418 (exact or prefix), found None']
