@@ -282,6 +282,7 @@ mismatches:
 """
 
 import os
+import re
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -343,6 +344,12 @@ def main():
     result = empty_result()
     if module.params['timeout'] < 1:
         module.fail_json(msg='timeout must be at least 1 second, got %s' % module.params['timeout'], **result)
+    if module.params['product'] is not None:
+        try:
+            re.compile(module.params['product'])
+        except re.error as exc:
+            module.fail_json(msg='product %r is not a valid regular expression: %s'
+                                 % (module.params['product'], exc), **result)
 
     binary = find_binary(module)
     cmd = [binary, '-q', '-x']
