@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A small Kubernetes API stand-in on 127.0.0.1 that replays recorded Node objects.
+
+It answers the two requests gpu_node_capacity makes, as the API server does:
+``GET /api/v1/nodes/<name>`` (one Node) and ``GET /api/v1/nodes?labelSelector=...`` (a NodeList),
+from recorded ``kubectl get nodes -o json`` output (tests/fixtures/k8s-nodes). A node may have a
+timeline: a list of Node objects served one per request, the last one repeating.
+Requests without the expected bearer token get the API server's 401 Status; unknown nodes its
+404 Status. Everything the client sends is recorded for assertions (header names in lower case).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import threading
+
+try:
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+    from urllib.parse import parse_qs, urlparse
+except ImportError:  # pragma: no cover - Python 2 is not supported by these tests
+    BaseHTTPRequestHandler = HTTPServer = parse_qs = urlparse = None
+
+# metav1.Status bodies in the shape the API server sends (written from the API conventions;
+# the recorded fixtures contain Node lists only).
+STATUS_UNAUTHORIZED = {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure',
+                       'message': 'Unauthorized', 'reason': 'Unauthorized', 'code': 401}
+
+
+def status_not_found(name):
+    return {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure',
+            'message': 'nodes "%s" not found' % name, 'reason': 'NotFound',
+            'details': {'name': name, 'kind': 'nodes'}, 'code': 404}
+
+
+def selector_matches(selector, labels):
+    """Equality-based label selectors: k=v, k==v, k!=v, k, !k (comma = and)."""
+    for term in [t.strip() for t in (selector or '').split(',') if t.strip()]:
+        if '!=' in term:
+            key, value = term.split('!=', 1)
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif '=' in term:
+            key, value = term.replace('==', '=').split('=', 1)
+            if labels.get(key.strip()) != value.strip():
+                return False
+        elif term.startswith('!'):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+class ReplayServer(object):
+    def __init__(self, token='test-token'):
+        self.token = token
+        self.timelines = {}   # name -> [Node dict, ...]
+        self.served = {}      # name -> how many times served
+        self.requests = []    # (method, path, headers dict)
+        self.lock = threading.Lock()
+        self.httpd = HTTPServer(('127.0.0.1', 0), self._handler())
+        self.port = self.httpd.server_address[1]
+        self.url = 'http://127.0.0.1:%d' % self.port
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={'poll_interval': 0.05})
+        self.thread.daemon = True
+
+    def add_nodes(self, node_list):
+        for node in node_list['items']:
+            self.timelines[node['metadata']['name']] = [node]
+
+    def set_timeline(self, name, nodes):
+        self.timelines[name] = list(nodes)
+
+    def _next(self, name):
+        timeline = self.timelines[name]
+        count = self.served.get(name, 0)
+        self.served[name] = count + 1
+        return timeline[min(count, len(timeline) - 1)]
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep pytest output clean
+                pass
+
+            def _send(self, code, body):
+                data = json.dumps(body).encode('utf-8')
+                self.send_response(code)
+                self.send_header('Content-Type', 'application/json')
+                self.send_header('Content-Length', str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                url = urlparse(self.path)
+                with server.lock:
+                    server.requests.append(('GET', self.path, dict((k.lower(), v) for k, v in self.headers.items())))
+                    if self.headers.get('Authorization') != 'Bearer %s' % server.token:
+                        return self._send(401, STATUS_UNAUTHORIZED)
+                    if url.path == '/api/v1/nodes':
+                        selector = parse_qs(url.query).get('labelSelector', [''])[0]
+                        items = [server._next(name) for name in sorted(server.timelines)]
+                        items = [n for n in items if selector_matches(selector, n['metadata'].get('labels') or {})]
+                        return self._send(200, {'kind': 'NodeList', 'apiVersion': 'v1',
+                                                'metadata': {'resourceVersion': '1'}, 'items': items})
+                    if url.path.startswith('/api/v1/nodes/'):
+                        name = url.path[len('/api/v1/nodes/'):]
+                        if name not in server.timelines:
+                            return self._send(404, status_not_found(name))
+                        return self._send(200, server._next(name))
+                    return self._send(404, {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {},
+                                            'status': 'Failure', 'message': 'the server could not find the '
+                                            'requested resource', 'reason': 'NotFound', 'code': 404})
+
+        return Handler
+
+
+def write_kubeconfig(path, server_url, token):
+    """A kubeconfig (JSON is valid YAML) pointing at ``server_url`` with a bearer token."""
+    config = {
+        'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'replay', 'preferences': {},
+        'clusters': [{'name': 'replay', 'cluster': {'server': server_url}}],
+        'users': [{'name': 'replay-user', 'user': {'token': token}}],
+        'contexts': [{'name': 'replay', 'context': {'cluster': 'replay', 'user': 'replay-user'}},
+                     {'name': 'other', 'context': {'cluster': 'replay', 'user': 'replay-user'}}],
+    }
+    with open(str(path), 'w') as handle:
+        json.dump(config, handle)
+    return str(path)

@@ -1,0 +1,266 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""baremetal.gpu.gpu_node_capacity end to end against a replaying HTTP server on 127.0.0.1.
+
+No Kubernetes API can run here. The server (k8s_replay.py) answers with the recorded real
+``kubectl get nodes -o json`` output in tests/fixtures/k8s-nodes (see SOURCE.md there): node
+``nori`` (RKE2 v1.31.6, vGPU NVIDIA-A16-4Q, nvidia.com/gpu capacity and allocatable 1, GFD labels,
+Ready) and three AKS nodes without GPU resources. The kubernetes client, kubeconfig loading,
+bearer-token auth and HTTP code run for real; only exit_json/fail_json are patched.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import json
+import os
+import socket
+
+import pytest
+
+from ansible.module_utils import basic
+
+from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
+    AnsibleExitJson,
+    AnsibleFailJson,
+    exit_json,
+    fail_json,
+    set_module_args,
+)
+
+kubernetes = pytest.importorskip('kubernetes')
+
+from ansible_collections.baremetal.gpu.plugins.modules import gpu_node_capacity  # noqa: E402
+from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.k8s_replay import (  # noqa: E402
+    ReplayServer,
+    write_kubeconfig,
+)
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'k8s-nodes')
+TOKEN = 'test-token'
+
+
+def recorded(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return json.load(handle)
+
+
+RKE2 = recorded('edgexr__rke2-vgpu-A16-4Q-nodes.json')
+AKS = recorded('edgexr__aks-no-gpu-nodes.json')
+NORI = RKE2['items'][0]
+
+
+def nori_without_plugin():
+    """nori as it is before the device plugin registered: no nvidia.com/gpu at all (derived from the recording)."""
+    node = copy.deepcopy(NORI)
+    del node['status']['capacity']['nvidia.com/gpu']
+    del node['status']['allocatable']['nvidia.com/gpu']
+    return node
+
+
+def nori_registering():
+    """nori while the plugin registers: capacity 1, allocatable 0 (derived from the recording)."""
+    node = copy.deepcopy(NORI)
+    node['status']['allocatable']['nvidia.com/gpu'] = '0'
+    return node
+
+
+@pytest.fixture
+def server():
+    srv = ReplayServer(token=TOKEN).start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(autouse=True)
+def patched(monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+    for var in ('K8S_AUTH_KUBECONFIG', 'K8S_AUTH_CONTEXT', 'K8S_AUTH_HOST', 'K8S_AUTH_API_KEY',
+                'K8S_AUTH_VERIFY_SSL', 'K8S_AUTH_SSL_CA_CERT', 'K8S_AUTH_CERT_FILE', 'K8S_AUTH_KEY_FILE',
+                'K8S_AUTH_PROXY', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT'):
+        monkeypatch.delenv(var, raising=False)
+
+
+def run(args, expect=AnsibleExitJson):
+    args = dict(args)
+    args.setdefault('poll_interval', 0.05)
+    with set_module_args(args):
+        with pytest.raises(expect) as err:
+            gpu_node_capacity.main()
+    return err.value.result
+
+
+def kubeconfig(tmp_path, server, token=TOKEN):
+    return write_kubeconfig(tmp_path / 'kubeconfig', server.url, token)
+
+
+def test_recorded_node_meets_expectations(server, tmp_path):
+    server.add_nodes(RKE2)
+    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'expected_per_node': 1,
+                  'comparison': '==', 'timeout': 5,
+                  'gfd_labels': {'present': True, 'count': 1, 'product': 'A16'}})
+    assert result['changed'] is False
+    assert result['attempts'] == 1
+    assert result['expected'] == 1
+    assert result['resource'] == 'nvidia.com/gpu'
+    assert result['nodes'] == [{
+        'name': 'nori', 'resource': 'nvidia.com/gpu', 'expected': 1, 'comparison': '==',
+        'capacity': 1, 'allocatable': 1,
+        'labels': {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.count': '1',
+                   'nvidia.com/gpu.product': 'NVIDIA-A16-4Q'},
+        'ready': {'status': 'True', 'reason': 'KubeletReady', 'message': 'kubelet is posting ready status',
+                  'last_transition_time': '2025-03-19T20:41:10Z'},
+        'problems': [],
+    }]
+    method, path, headers = server.requests[0]
+    assert (method, path) == ('GET', '/api/v1/nodes/nori')
+    assert headers['authorization'] == 'Bearer %s' % TOKEN
+    assert headers['user-agent'].startswith('OpenAPI-Generator/')
+
+
+def test_host_and_api_key_without_kubeconfig(server):
+    server.add_nodes(RKE2)
+    result = run({'name': ['nori'], 'host': server.url + '/', 'api_key': TOKEN, 'timeout': 0})
+    assert result['nodes'][0]['allocatable'] == 1
+    assert server.requests[0][2]['authorization'] == 'Bearer %s' % TOKEN
+
+
+def test_environment_fallback_and_context(server, tmp_path, monkeypatch):
+    server.add_nodes(RKE2)
+    monkeypatch.setenv('K8S_AUTH_KUBECONFIG', kubeconfig(tmp_path, server))
+    monkeypatch.setenv('K8S_AUTH_CONTEXT', 'other')
+    result = run({'name': 'nori', 'timeout': 0})
+    assert result['nodes'][0]['capacity'] == 1
+
+
+def test_node_gains_capacity_during_the_wait(server, tmp_path):
+    server.set_timeline('nori', [nori_without_plugin(), nori_without_plugin(), nori_registering(), NORI])
+    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'timeout': 30})
+    assert result['attempts'] == 4
+    assert server.served['nori'] == 4
+    assert result['nodes'][0]['allocatable'] == 1
+    assert result['nodes'][0]['problems'] == []
+    assert 0 < result['elapsed'] < 30
+
+
+def test_capacity_not_reached_in_time(server, tmp_path):
+    server.set_timeline('nori', [nori_without_plugin(), nori_registering()])
+    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'timeout': 1,
+                  'expected_per_node': 1}, AnsibleFailJson)
+    assert result['msg'] == 'node nori reports nvidia.com/gpu allocatable 0, expected at least 1 after 1 s'
+    assert result['error'] == 'not_met'
+    assert result['attempts'] >= 2
+    assert result['nodes'][0]['capacity'] == 1 and result['nodes'][0]['allocatable'] == 0
+
+
+def test_time_slicing_replicas_exact(server, tmp_path):
+    server.add_nodes(RKE2)
+    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'timeout': 0,
+                  'gpu_count': 1, 'replicas': 4, 'comparison': '=='}, AnsibleFailJson)
+    assert result['expected'] == 4
+    assert result['msg'] == ('node nori reports nvidia.com/gpu capacity 1, expected 4 after 0 s; '
+                             'node nori reports nvidia.com/gpu allocatable 1, expected 4 after 0 s')
+
+
+def test_shared_resource_not_advertised(server, tmp_path):
+    server.add_nodes(RKE2)
+    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'timeout': 0,
+                  'resource': 'nvidia.com/gpu.shared'}, AnsibleFailJson)
+    assert result['msg'].startswith('node nori reports nvidia.com/gpu.shared capacity 0 (not advertised; '
+                                    'device plugin not registered?), expected at least 1 after 0 s; ')
+
+
+def test_gfd_label_mismatch(server, tmp_path):
+    server.add_nodes(RKE2)
+    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'timeout': 0,
+                  'gfd_labels': {'count': 8, 'product': 'H100'}}, AnsibleFailJson)
+    assert result['msg'] == ("node nori label nvidia.com/gpu.count: expected 8, found '1'; "
+                             "node nori label nvidia.com/gpu.product: expected to match 'H100', "
+                             "found 'NVIDIA-A16-4Q'")
+
+
+def test_label_selector(server, tmp_path):
+    server.add_nodes(RKE2)
+    server.add_nodes(AKS)
+    result = run({'label_selector': 'nvidia.com/gpu.present=true', 'kubeconfig': kubeconfig(tmp_path, server),
+                  'timeout': 0})
+    assert [n['name'] for n in result['nodes']] == ['nori']
+    assert server.requests[0][1] == '/api/v1/nodes?labelSelector=nvidia.com/gpu.present%3Dtrue'
+
+
+def test_label_selector_matching_nothing(server, tmp_path):
+    server.add_nodes(AKS)
+    result = run({'label_selector': 'nvidia.com/gpu.present=true', 'kubeconfig': kubeconfig(tmp_path, server),
+                  'timeout': 1}, AnsibleFailJson)
+    assert result['msg'] == "no node matches label selector 'nvidia.com/gpu.present=true' after 1 s"
+    assert result['error'] == 'no_nodes'
+
+
+def test_recorded_nodes_without_gpu(server, tmp_path):
+    server.add_nodes(AKS)
+    result = run({'label_selector': 'kubernetes.azure.com/role=agent', 'kubeconfig': kubeconfig(tmp_path, server),
+                  'timeout': 0, 'gfd_labels': {'present': True}}, AnsibleFailJson)
+    assert len(result['nodes']) == 3
+    assert result['nodes'][0]['problems'] == [
+        'node aks-agentpool-30520393-vmss000000 reports nvidia.com/gpu capacity 0 (not advertised; device '
+        'plugin not registered?), expected at least 1 after 0 s',
+        'node aks-agentpool-30520393-vmss000000 reports nvidia.com/gpu allocatable 0 (not advertised; device '
+        'plugin not registered?), expected at least 1 after 0 s',
+        'node aks-agentpool-30520393-vmss000000 label nvidia.com/gpu.present: expected true, found no such label',
+    ]
+
+
+def test_node_not_found(server, tmp_path):
+    server.add_nodes(RKE2)
+    result = run({'name': ['nori', 'gpu-01'], 'kubeconfig': kubeconfig(tmp_path, server), 'timeout': 30},
+                 AnsibleFailJson)
+    assert result['msg'] == ('node gpu-01 not found on the Kubernetes API at %s (nodes "gpu-01" not found)'
+                             % server.url)
+    assert result['error'] == 'not_found'
+    assert result['attempts'] == 1
+
+
+def test_unauthorized(server, tmp_path):
+    server.add_nodes(RKE2)
+    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server, token='wrong'), 'timeout': 30},
+                 AnsibleFailJson)
+    assert result['msg'].startswith('Kubernetes API at %s answered 401 Unauthorized reading node nori '
+                                    '(Unauthorized): the credentials' % server.url)
+    assert result['error'] == 'unauthorized'
+    assert server.requests[0][2]['authorization'] == 'Bearer wrong'
+
+
+def test_connection_refused(tmp_path):
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    url = 'http://127.0.0.1:%d' % port
+    result = run({'name': 'nori', 'kubeconfig': write_kubeconfig(tmp_path / 'kc', url, TOKEN), 'timeout': 30},
+                 AnsibleFailJson)
+    assert result['msg'].startswith('Kubernetes API at %s unreachable while reading node nori: ' % url)
+    assert 'Connection refused' in result['msg']
+    assert result['error'] == 'unreachable'
+
+
+def test_missing_kubeconfig(tmp_path):
+    result = run({'name': 'nori', 'kubeconfig': str(tmp_path / 'absent'), 'timeout': 0}, AnsibleFailJson)
+    assert result['msg'].startswith('cannot load Kubernetes configuration (kubeconfig %s' % (tmp_path / 'absent'))
+
+
+def test_conflicting_expectations(tmp_path):
+    result = run({'name': 'nori', 'expected_per_node': 8, 'gpu_count': 8}, AnsibleFailJson)
+    assert 'mutually exclusive' in result['msg']
+
+
+def test_replicas_need_gpu_count(tmp_path):
+    result = run({'name': 'nori', 'replicas': 4}, AnsibleFailJson)
+    assert 'replicas' in result['msg'] and 'gpu_count' in result['msg']
+
+
+def test_name_or_selector_required():
+    result = run({}, AnsibleFailJson)
+    assert 'one of the following is required: name, label_selector' in result['msg']
