@@ -46,3 +46,114 @@ def test_report_nouveau_matches_proc_modules(host):
         return
     loaded = any(line.split()[0] == "nouveau" for line in modules.content_string.splitlines() if line)
     assert _report(host)["nouveau_loaded"] is loaded
+
+
+# ---- The fields added for the readiness report, each checked against the node read independently.
+
+def _controller_report(host):
+    """The report the role wrote on the controller (JSON beside the Markdown)."""
+    path = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "reports", "preflight.json")
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    return data["hosts"][_name(host)]
+
+
+def _name(host):
+    return host.backend.get_hostname()
+
+
+def test_report_secure_boot_matches_node(host):
+    report = _report(host)
+    if host.exists("mokutil"):
+        out = host.run("mokutil --sb-state").stdout
+        expected = "enabled" if "SecureBoot enabled" in out else "disabled" if "SecureBoot disabled" in out else None
+        if expected:
+            assert report["secure_boot"] == expected
+            return
+    if not host.file("/sys/firmware/efi").exists:
+        # Legacy BIOS on a real machine; hidden in a container, where the role must not guess.
+        in_container = host.file("/run/.containerenv").exists
+        assert report["secure_boot"] == ("unknown" if in_container else "not_uefi")
+    else:
+        assert report["secure_boot"] in ("enabled", "disabled", "unknown")
+
+
+def test_report_kernel_headers_match_lib_modules(host):
+    report = _report(host)
+    out = host.run("for d in /lib/modules/*/build; do [ -e \"$d\" ] && basename \"$(dirname \"$d\")\"; done").stdout
+    versions = sorted(set(out.split()))
+    running = host.run("uname -r").stdout.strip()
+    assert report["kernel_running"] == running
+    assert sorted(report["kernel_headers_versions"]) == versions
+    assert report["kernel_headers_for_running"] is (running in versions)
+    if running not in versions:
+        assert any(running in w for w in report["warnings"]), report["warnings"]
+
+
+def test_report_disk_free_matches_df(host):
+    report = _controller_report(host)
+    path = report["dkms_disk_path"]
+    assert host.file(path).is_directory
+    free_kib = int(host.run("df -Pk %s | awk 'NR==2 {print $4}'" % path).stdout.strip())
+    # df counts blocks available to non-root users; allow for that and for writes between runs.
+    assert abs(report["dkms_disk_free_mb"] - free_kib // 1024) <= max(512, free_kib // 1024 // 20)
+    assert report["dkms_disk_ok"] is (report["dkms_disk_free_mb"] >= 2048)
+
+
+def test_report_driver_matches_package_database(host):
+    report = _report(host)
+    if host.exists("dpkg-query"):
+        out = host.run("dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n' 'nvidia-*' 2>/dev/null").stdout
+        installed = [line.split()[1] for line in out.splitlines() if line.startswith("ii")]
+    else:
+        installed = host.run("rpm -qa 'nvidia-*' 'kmod-nvidia*'").stdout.split()
+    runfile = host.file("/usr/bin/nvidia-uninstall").exists or host.file("/var/log/nvidia-installer.log").exists
+    reported = [p.split()[0] for p in report["driver_packages"]]
+    assert set(reported) <= set(installed)
+    if not installed and not runfile:
+        assert report["driver_install_method"] == "none"
+        assert report["driver_packages"] == []
+    assert ("runfile" in report["driver_install_method"]) is runfile
+
+
+def test_report_container_runtimes_match_path(host):
+    report = _report(host)
+    expected = [name for name in ("containerd", "docker", "crio", "podman", "runc", "crun",
+                                  "nvidia-container-runtime", "nvidia-ctk") if host.exists(name)]
+    if host.file("/var/lib/rancher/rke2/bin/containerd").exists:
+        expected.append("containerd (RKE2)")
+    assert [r["name"] for r in report["container_runtimes"]] == expected
+
+
+def test_report_rke2_matches_node(host):
+    report = _report(host)
+    binary = next((p for p in ("/usr/local/bin/rke2", "/usr/bin/rke2", "/opt/rke2/bin/rke2") if host.file(p).exists), "")
+    assert report["rke2_binary"] == binary
+    if binary:
+        assert report["rke2_version"] in host.run(binary + " --version").stdout
+    else:
+        assert report["rke2_present"] is bool(report["rke2_units"])
+        assert report["rke2_version"] == ""
+
+
+def test_report_verdict_follows_blockers(host):
+    report = _report(host)
+    has_gpu = bool(report["nvidia_pci_devices"])
+    # preflight_require_gpu defaults to true: a node without a GPU is not ready, and says why.
+    assert any("no NVIDIA device" in b for b in report["blockers"]) is (not has_gpu)
+    assert report["ready"] is (not report["blockers"])
+
+
+def test_controller_reports_cover_every_host(host):
+    report_dir = os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "reports")
+    with open(os.path.join(report_dir, "preflight.md"), encoding="utf-8") as fh:
+        markdown = fh.read()
+    with open(os.path.join(report_dir, "preflight.html"), encoding="utf-8") as fh:
+        html = fh.read()
+    name = _name(host)
+    row = [line for line in markdown.splitlines() if line.startswith("| %s |" % name)]
+    assert len(row) == 1, markdown
+    assert ("NOT READY" in row[0]) is (not _report(host)["ready"])
+    assert "## %s" % name in markdown
+    assert "<h2>%s</h2>" % name in html
+    assert _controller_report(host)["kernel"] == _report(host)["kernel"]
