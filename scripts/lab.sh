@@ -60,6 +60,14 @@ for _ in $(seq 1 60); do
 done
 log "lab node systemd state: ${state:-unknown}"
 
+# A real machine has a kernel installed; the container image has none (it runs on the host's
+# kernel), and DKMS needs one to build for. Installing it is lab preparation, not the
+# collection's job, and happens once per lab node.
+if ! podman exec "$LAB_NAME" sh -c 'ls /boot/vmlinuz-* >/dev/null 2>&1'; then
+  log "lab preparation: installing a kernel image (linux-image-amd64) in the lab node, as a real machine has"
+  podman exec "$LAB_NAME" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-image-amd64 >/dev/null'
+fi
+
 declare -A took changed
 # run_play <step> <playbook> [args...]: run one playbook, keep its log, record time and changed count.
 run_play() {
