@@ -27,10 +27,10 @@ description:
     unmet expectation, for example C(node gpu-01 reports nvidia.com/gpu allocatable 0, expected 8 after 120 s).
   - Never reports C(changed). The evaluation is C(plugins/module_utils/gpu_nodes.py).
 author:
-  - baremetal.gpu maintainers
+  - baremetal.gpu maintainers (@baremetal-gpu)
 requirements:
   - kubernetes (the Python client) on the host that runs the module, usually the controller
-    (C(delegate_to: localhost)).
+    (C(delegate_to=localhost)).
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - baremetal.gpu.k8s_connection

@@ -25,7 +25,7 @@ description:
     a role can report "driver installed, module built, no GPU visible" on a machine without a GPU.
   - Never reports C(changed). The parser is C(plugins/module_utils/nvidia_smi.py).
 author:
-  - baremetal.gpu maintainers
+  - baremetal.gpu maintainers (@baremetal-gpu)
 requirements:
   - C(nvidia-smi) from the NVIDIA driver on the managed node.
   - C(timeout) from GNU coreutils on the managed node to enforce O(timeout) (without it the module
@@ -56,11 +56,11 @@ options:
     default: 60
   allow_no_gpu:
     description:
-      - When V(true), C(nvidia-smi) failing because it cannot communicate with the driver (exit 9),
-        because NVML cannot initialise (for example C(Failed to initialize NVML: Unknown Error), exit
-        255) or because no devices were found does not fail the task. The module returns
-        RV(driver_communicating=false) (V(true) for no devices), RV(status) and RV(reason) instead,
-        with RV(gpu_count=0) and RV(gpus=[]); expectations are then not checked.
+      - "When V(true), these failures of C(nvidia-smi) do not fail the task: it cannot communicate with the
+        driver (exit 9); NVML cannot initialise (for example C(Failed to initialize NVML: Unknown Error),
+        exit 255); no devices were found."
+      - The module then returns RV(driver_communicating=false) (V(true) for no devices), RV(status) and
+        RV(reason), with RV(gpu_count=0) and RV(gpus=[]); expectations are not checked.
       - A missing binary, unparseable output and a timeout still fail.
     type: bool
     default: false
