@@ -33,6 +33,11 @@ from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
 kubernetes = pytest.importorskip('kubernetes')
 
 from ansible_collections.baremetal.gpu.plugins.modules import gpu_node_capacity  # noqa: E402
+from ansible_collections.baremetal.gpu.plugins.module_utils.k8s_client import (  # noqa: E402
+    K8sConnectionError,
+    NodeReader,
+    build_configuration,
+)
 from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.k8s_replay import (  # noqa: E402
     ReplayServer,
     write_kubeconfig,
@@ -50,6 +55,33 @@ def recorded(name):
 RKE2 = recorded('edgexr__rke2-vgpu-A16-4Q-nodes.json')
 AKS = recorded('edgexr__aks-no-gpu-nodes.json')
 NORI = RKE2['items'][0]
+
+
+def _free_port():
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def _warm_up():
+    """Import what the kubernetes client imports lazily (about 250 modules, 1.5 s) once, here.
+
+    ansible-test runs every test in a forked child; without this each child pays for the imports.
+    """
+    config = {'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'w',
+              'clusters': [{'name': 'w', 'cluster': {'server': 'http://127.0.0.1:%d' % _free_port()}}],
+              'users': [{'name': 'w', 'user': {'token': 'w'}}],
+              'contexts': [{'name': 'w', 'context': {'cluster': 'w', 'user': 'w'}}]}
+    reader = NodeReader(build_configuration({'kubeconfig': config}))
+    try:
+        reader.read_node('warm-up')
+    except K8sConnectionError:
+        pass
+
+
+_warm_up()
 
 
 def nori_without_plugin():
@@ -234,11 +266,7 @@ def test_unauthorized(server, tmp_path):
 
 
 def test_connection_refused(tmp_path):
-    sock = socket.socket()
-    sock.bind(('127.0.0.1', 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    url = 'http://127.0.0.1:%d' % port
+    url = 'http://127.0.0.1:%d' % _free_port()
     result = run({'name': 'nori', 'kubeconfig': write_kubeconfig(tmp_path / 'kc', url, TOKEN), 'timeout': 30},
                  AnsibleFailJson)
     assert result['msg'].startswith('Kubernetes API at %s unreachable while reading node nori: ' % url)
