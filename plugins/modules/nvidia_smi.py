@@ -148,17 +148,20 @@ EXAMPLES = r"""
 RETURN = r"""
 status:
   description:
-    - V(ok) when the XML was read; otherwise, only with O(allow_no_gpu=true), one of
-      V(no_driver_communication) (exit 9, "couldn't communicate with the NVIDIA driver"),
+    - V(ok) when the XML was read (the task still fails when RV(mismatches) is not empty).
+    - V(no_driver_communication) (exit 9, "couldn't communicate with the NVIDIA driver"),
       V(nvml_init_failed) ("Failed to initialize NVML", for example exit 255) or
-      V(no_devices) ("No devices were found").
+      V(no_devices) ("No devices were found"); the task succeeds with these only when O(allow_no_gpu=true).
+    - V(binary_missing), V(timeout), V(unparseable_output) or V(command_failed) (any other non-zero
+      exit); the task always fails with these.
   returned: always
   type: str
   sample: ok
 driver_communicating:
   description:
-    - V(true) when C(nvidia-smi) talked to the kernel driver (V(ok) and V(no_devices)),
-      V(false) for V(no_driver_communication) and V(nvml_init_failed).
+    - V(true) when C(nvidia-smi) talked to the kernel driver (RV(status) V(ok) or V(no_devices)),
+      V(false) for V(no_driver_communication), V(nvml_init_failed) and V(binary_missing),
+      V(null) when unknown (V(timeout), V(unparseable_output), V(command_failed)).
   returned: always
   type: bool
   sample: true
@@ -300,15 +303,26 @@ from ansible_collections.baremetal.gpu.plugins.module_utils.nvidia_smi import (
 SEARCH_DIRS = ['/usr/bin', '/usr/local/bin', '/usr/local/nvidia/bin', '/run/nvidia/driver/usr/bin',
                '/opt/nvidia/bin']
 TIMEOUT_RCS = (124, 137)
+# statuses of failures that always fail the task (the others are in module_utils.nvidia_smi)
+STATUS_BINARY_MISSING = 'binary_missing'
+STATUS_TIMEOUT = 'timeout'
+STATUS_UNPARSEABLE = 'unparseable_output'
+STATUS_FAILED = 'command_failed'
 EXPECTATIONS = ('driver_branch', 'driver_version', 'gpu_count', 'min_gpu_count', 'product',
                 'persistence_mode', 'mig_mode')
 
 
 def empty_result():
-    return dict(changed=False, status=STATUS_OK, driver_communicating=True, reason='', binary=None,
+    return dict(changed=False, status=None, driver_communicating=None, reason='', binary=None,
                 cmd=[], rc=None, stderr='', driver_version=None, driver_branch=None,
                 cuda_version=None, attached_gpus=None, gpu_count=0, dtd_version=None, gpus=[],
                 mismatches=[])
+
+
+def missing_result():
+    result = empty_result()
+    result.update(status=STATUS_BINARY_MISSING, driver_communicating=False)
+    return result
 
 
 def find_binary(module):
@@ -316,12 +330,12 @@ def find_binary(module):
     if path:
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             module.fail_json(msg='nvidia-smi not found: binary_path %s does not exist or is not executable; '
-                                 'is the driver installed?' % path, **empty_result())
+                                 'is the driver installed?' % path, **missing_result())
         return path
     path = module.get_bin_path('nvidia-smi', required=False, opt_dirs=SEARCH_DIRS)
     if not path:
         module.fail_json(msg='nvidia-smi not found in PATH or %s; is the driver installed?'
-                             % ', '.join(SEARCH_DIRS), **empty_result())
+                             % ', '.join(SEARCH_DIRS), **missing_result())
     return path
 
 
@@ -364,6 +378,7 @@ def main():
     result.update(rc=rc, stderr=stderr)
 
     if wrapper and rc in TIMEOUT_RCS:
+        result['status'] = STATUS_TIMEOUT
         module.fail_json(msg='nvidia-smi -q -x did not finish within %s s and was killed (timeout); '
                              'a hung GPU or driver blocks nvidia-smi, check dmesg for Xid errors. %s'
                              % (module.params['timeout'], describe_run(cmd, rc, stdout, stderr)), **result)
@@ -371,15 +386,19 @@ def main():
     try:
         facts = interpret_run(cmd, rc, stdout, stderr)
     except NvidiaSmiParseError as exc:
+        result['status'] = STATUS_UNPARSEABLE
         module.fail_json(msg=exc.message, **result)
     except NvidiaSmiError as exc:
-        if exc.status and module.params['allow_no_gpu']:
-            result.update(status=exc.status, reason=exc.message,
-                          driver_communicating=exc.status == STATUS_NO_DEVICES)
+        if not exc.status:
+            result['status'] = STATUS_FAILED
+            module.fail_json(msg=exc.message, **result)
+        result.update(status=exc.status, reason=exc.message,
+                      driver_communicating=exc.status == STATUS_NO_DEVICES)
+        if module.params['allow_no_gpu']:
             module.exit_json(**result)
         module.fail_json(msg=exc.message, **result)
 
-    result.update(facts)
+    result.update(facts, status=STATUS_OK, driver_communicating=True)
     for warning in count_warnings(facts):
         module.warn(warning)
 

@@ -28,6 +28,12 @@ def gpu(index, name, uuid, bus, minor, mem, persist, mig, ecc, compute='Default'
 
 # file: (driver_version, cuda_version, attached_gpus, dtd_version, [gpus])
 EXPECTED = {
+    # captured by this project on an H100 machine (see SOURCE.md; serial, uuid and pdi masked):
+    # lines 5-7, 9, 15, 18 (Disabled), 21-22 ("None"), 31, 33, 65 (Pass-Through), 81, 129, 144, 168;
+    # <supported_clocks> lines 313-540 (cut before parsing), empty <processes> at 541
+    'device__h100-80gb-hbm3__580.159.04.xml': ('580.159.04', '13.0', 1, 13, [
+        gpu(0, 'NVIDIA H100 80GB HBM3', 'GPU-00000000-0000-0000-0000-000000000000', '00000000:00:06.0',
+            0, 81559, 'Enabled', 'Disabled', 'Enabled', virt='Pass-Through')]),
     # lines 5-7, 9, 15, 18, 21-22 ("None"), 31, 33, 65, 81, 129, 144, 168
     'telegraf__3090-v13.xml': ('590.44.01', '13.1', 1, 13, [
         gpu(0, 'NVIDIA GeForce RTX 3090', 'GPU-12345678-aaaa-bbbb-cccc-0123456789ab', '00000000:09:00.0',
@@ -116,7 +122,7 @@ def read(name):
 def test_every_fixture_has_expectations():
     on_disk = sorted(f for f in os.listdir(FIXTURES) if f.endswith('.xml'))
     assert on_disk == sorted(EXPECTED)
-    assert len(on_disk) == 20
+    assert len(on_disk) == 21
 
 
 @pytest.mark.parametrize('name', sorted(EXPECTED))
@@ -140,7 +146,7 @@ def test_fixture_as_text(name):
 
 def test_driver_branches_seen():
     assert sorted(set(smi.driver_branch(v[0]) for v in EXPECTED.values() if v[0])) == [
-        '418', '470', '512', '513', '515', '525', '535', '536', '570', '590', '595']
+        '418', '470', '512', '513', '515', '525', '535', '536', '570', '580', '590', '595']
 
 
 def test_trimmed_file_warns_about_attached_gpus():
@@ -198,6 +204,20 @@ def test_synthetic_not_supported_and_v9_doctype():
     assert facts['gpus'][0]['compute_mode'] is None
     assert facts['gpus'][0]['mig_devices'] == 0
     assert facts['gpus'][0]['pci_bus_id'] == '00000000:3B:00.0'
+
+
+def test_unused_sections_are_cut_before_parsing():
+    raw = (b'<nvidia_smi_log><gpu id="0"><supported_clocks><x>1</x></supported_clocks><uuid>GPU-a</uuid>'
+           b'<processes><process_info><pid>1</pid></process_info></processes>'
+           b'<accounted_processes></accounted_processes></gpu></nvidia_smi_log>')
+    assert smi.drop_unused_sections(raw) == b'<nvidia_smi_log><gpu id="0"><uuid>GPU-a</uuid></gpu></nvidia_smi_log>'
+
+
+def test_unterminated_section_is_left_for_the_parser():
+    raw = b'<nvidia_smi_log><gpu id="0"><supported_clocks><x>1</x>'
+    assert smi.drop_unused_sections(raw) == raw
+    with pytest.raises(smi.NvidiaSmiParseError):
+        smi.parse_nvidia_smi_xml(raw)
 
 
 def test_zero_gpus():

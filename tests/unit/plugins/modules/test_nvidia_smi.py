@@ -156,6 +156,7 @@ def test_every_mismatch_reported_at_once(harness):
     assert result['msg'].startswith('nvidia-smi on this node does not meet 4 expectation(s): driver_branch: '
                                     'expected 580, found 515; gpu_count: expected 8, found 1; ')
     assert result['driver_version'] == '515.105.01'
+    assert result['status'] == 'ok' and result['driver_communicating'] is True
 
 
 def test_invalid_product_regex(harness):
@@ -169,6 +170,7 @@ def test_binary_missing(harness):
     result = harness.run({}, expect=AnsibleFailJson)
     assert result['msg'].startswith('nvidia-smi not found in PATH or /usr/bin, ')
     assert result['msg'].endswith('is the driver installed?')
+    assert result['status'] == 'binary_missing' and result['driver_communicating'] is False
     assert harness.calls == []
 
 
@@ -192,6 +194,7 @@ def test_exit_9_no_driver(harness):
         assert cause in msg
     assert 'command: %s -k 5 60 %s -q -x; rc: 9; stdout: NVIDIA-SMI has failed' % (TIMEOUT, SMI) in msg
     assert result['rc'] == 9
+    assert result['status'] == 'no_driver_communication' and result['driver_communicating'] is False
 
 
 def test_exit_9_allowed(harness):
@@ -233,6 +236,7 @@ def test_unparseable_output(harness):
     assert result['msg'].startswith('cannot parse nvidia-smi -q -x output as XML (')
     assert "it starts with: 'Segmentation fault (core dumped)\\n'" in result['msg']
     assert 'command: %s -k 5 60 %s -q -x' % (TIMEOUT, SMI) in result['msg']
+    assert result['status'] == 'unparseable_output' and result['driver_communicating'] is None
 
 
 @pytest.mark.parametrize('rc', [124, 137])
@@ -240,12 +244,14 @@ def test_timeout(harness, rc):
     result = harness.run({'allow_no_gpu': True, 'timeout': 3}, (rc, '', ''), AnsibleFailJson)
     assert result['msg'].startswith('nvidia-smi -q -x did not finish within 3 s and was killed (timeout)')
     assert 'rc: %d' % rc in result['msg']
+    assert result['status'] == 'timeout' and result['driver_communicating'] is None
 
 
 def test_other_failure_names_command(harness):
     result = harness.run({}, (2, '', 'Invalid combination of input arguments.\n'), AnsibleFailJson)
     assert result['msg'] == ('nvidia-smi failed (rc 2). command: %s -k 5 60 %s -q -x; rc: 2; stdout: (empty); '
                              'stderr: Invalid combination of input arguments.' % (TIMEOUT, SMI))
+    assert result['status'] == 'command_failed'
 
 
 def test_bad_timeout(harness):
