@@ -192,6 +192,16 @@ attempts:
   returned: always
   type: int
   sample: 3
+error:
+  description:
+    - Kind of failure, V(not_found) (a named node does not exist), V(unreachable) (connection failed),
+      V(unauthorized) (401), V(forbidden) (403), V(api_error) (another HTTP error), V(config) (no usable
+      kubeconfig),
+      V(no_nodes) (the label selector matched nothing until O(timeout)) or V(not_met)
+      (expectations not met after O(timeout)).
+  returned: failure
+  type: str
+  sample: not_met
 nodes:
   description: One entry per node checked, from the last read.
   returned: always
@@ -308,7 +318,7 @@ def main():
     try:
         reader = NodeReader(build_configuration(resolve_auth(params)), params['request_timeout'])
     except K8sConnectionError as exc:
-        module.fail_json(msg=exc.message, **result)
+        module.fail_json(msg=exc.message, error=exc.kind, **result)
 
     start = time.monotonic()
     while True:

@@ -35,6 +35,13 @@ def status_not_found(name):
             'details': {'name': name, 'kind': 'nodes'}, 'code': 404}
 
 
+def status_forbidden(name):
+    return {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure',
+            'message': 'nodes "%s" is forbidden: User "system:serviceaccount:default:reader" cannot get '
+                       'resource "nodes" in API group "" at the cluster scope' % name,
+            'reason': 'Forbidden', 'details': {'name': name, 'kind': 'nodes'}, 'code': 403}
+
+
 def selector_matches(selector, labels):
     """Equality-based label selectors: k=v, k==v, k!=v, k, !k (comma = and)."""
     for term in [t.strip() for t in (selector or '').split(',') if t.strip()]:
@@ -60,6 +67,7 @@ class ReplayServer(object):
         self.timelines = {}   # name -> [Node dict, ...]
         self.served = {}      # name -> how many times served
         self.requests = []    # (method, path, headers dict)
+        self.forbidden = False  # answer 403 (RBAC denies the user) to authenticated requests
         self.lock = threading.Lock()
         self.httpd = HTTPServer(('127.0.0.1', 0), self._handler())
         self.port = self.httpd.server_address[1]
@@ -109,6 +117,8 @@ class ReplayServer(object):
                     server.requests.append(('GET', self.path, dict((k.lower(), v) for k, v in self.headers.items())))
                     if self.headers.get('Authorization') != 'Bearer %s' % server.token:
                         return self._send(401, STATUS_UNAUTHORIZED)
+                    if server.forbidden:
+                        return self._send(403, status_forbidden(url.path.rsplit('/', 1)[-1]))
                     if url.path == '/api/v1/nodes':
                         selector = parse_qs(url.query).get('labelSelector', [''])[0]
                         items = [server._next(name) for name in sorted(server.timelines)]

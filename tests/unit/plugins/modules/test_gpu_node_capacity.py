@@ -265,6 +265,16 @@ def test_unauthorized(server, tmp_path):
     assert server.requests[0][2]['authorization'] == 'Bearer wrong'
 
 
+def test_forbidden(server, tmp_path):
+    server.add_nodes(RKE2)
+    server.forbidden = True
+    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'timeout': 30}, AnsibleFailJson)
+    assert result['msg'] == ('Kubernetes API at %s answered 403 Forbidden reading node nori (nodes "nori" is '
+                             'forbidden: User "system:serviceaccount:default:reader" cannot get resource "nodes" '
+                             'in API group "" at the cluster scope): the user needs get/list on nodes' % server.url)
+    assert result['error'] == 'forbidden'
+
+
 def test_connection_refused(tmp_path):
     url = 'http://127.0.0.1:%d' % _free_port()
     result = run({'name': 'nori', 'kubeconfig': write_kubeconfig(tmp_path / 'kc', url, TOKEN), 'timeout': 30},
@@ -277,6 +287,7 @@ def test_connection_refused(tmp_path):
 def test_missing_kubeconfig(tmp_path):
     result = run({'name': 'nori', 'kubeconfig': str(tmp_path / 'absent'), 'timeout': 0}, AnsibleFailJson)
     assert result['msg'].startswith('cannot load Kubernetes configuration (kubeconfig %s' % (tmp_path / 'absent'))
+    assert result['error'] == 'config'
 
 
 def test_conflicting_expectations(tmp_path):
