@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Benchmark (not a test): how long parse_nvidia_smi_xml takes on an 8-GPU nvidia-smi -q -x document.
@@ -74,10 +73,10 @@ def main():
         assert len(set(g['pci_bus_id'] for g in facts['gpus'])) == 8
         assert [g['minor_number'] for g in facts['gpus']] == list(range(8))
         assert len(set(g['uuid'] for g in facts['gpus'])) == 8
-        for _ in range(5):  # warm up
+        for _warm in range(5):  # warm up
             smi.parse_nvidia_smi_xml(doc)
         times = []
-        for _ in range(args.runs):
+        for _run in range(args.runs):
             t0 = time.perf_counter()
             smi.parse_nvidia_smi_xml(doc)
             times.append((time.perf_counter() - t0) * 1000.0)
