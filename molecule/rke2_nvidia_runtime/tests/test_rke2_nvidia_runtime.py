@@ -1,0 +1,131 @@
+"""rke2_nvidia_runtime against a stand-in RKE2 that writes the real generated configs (tests/fixtures/rke2).
+
+The tests run in file order and drive the role again (scenario_play.yml) through the other cases:
+the "before" config must be refused with the file path, an RKE2 older than the auto-detection gets
+exactly the template, and the template is removed again once RKE2 detects the runtime.
+"""
+import os
+import subprocess
+
+import testinfra.utils.ansible_runner
+
+INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+testinfra_hosts = ["podman://" + h for h in testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY).get_hosts("all")]
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = os.path.join(os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.path.join(HERE, "..", "..")),
+                        "tests", "fixtures", "rke2")
+GENERATED = "/var/lib/rancher/rke2/agent/etc/containerd/config.toml"
+TEMPLATE = "/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl"
+SHARE = "/usr/local/share/fake-rke2"
+
+EXPECTED_TEMPLATE = """{{ template "base" . }}
+
+#
+# Ansible managed
+#
+# baremetal.gpu.rke2_nvidia_runtime: RKE2 v1.21.14+rke2r1 does not detect the NVIDIA runtime
+# itself, so this template adds it to RKE2's base template. Removed by the role once RKE2 detects it.
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes."nvidia"]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes."nvidia".options]
+  BinaryName = "/usr/bin/nvidia-container-runtime"
+  SystemdCgroup = true
+"""
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def play(*extra):
+    env = dict(os.environ, ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    cmd = ["ansible-playbook", "-i", INVENTORY, os.path.join(HERE, "scenario_play.yml")] + list(extra)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+    return res.returncode, res.stdout + res.stderr
+
+
+def test_converge_left_the_after_config(host):
+    # converge restarted the stand-in once: RKE2 rewrote its config with the nvidia runtime.
+    assert host.file(GENERATED).content_string == fixture("config.toml.after")
+    assert host.service("rke2-server").is_enabled
+    # v1.24.9 detects the runtime itself: no template, no default-runtime option.
+    assert not host.file(TEMPLATE).exists
+    assert not host.file("/var/lib/rancher/rke2/agent/etc/containerd/config-v3.toml.tmpl").exists
+    assert not host.file("/etc/rancher/rke2/config.yaml.d/50-baremetal-gpu-default-runtime.yaml").exists
+
+
+def test_before_config_is_refused_with_the_path(host):
+    # RKE2 that does not pick the runtime up: the generated file stays the "before" one.
+    host.run_expect([0], "touch %s/no-detect && systemctl restart rke2-server" % SHARE)
+    assert host.file(GENERATED).content_string == fixture("config.toml.before")
+    rc, out = play("-e", "rke2_nvidia_runtime_wait_timeout=6")
+    assert rc != 0, out[-3000:]
+    assert "Verify | Fail when the nvidia runtime did not appear in time" in out
+    assert GENERATED + " on rke2_nvidia_runtime-debian12 has no" in out, out[-3000:]
+    assert "restarted" in out.lower()
+
+
+def test_stale_binary_name_is_refused(host):
+    # A generated config whose BinaryName points at a runtime that is not there (k3s-io/k3s#4391).
+    host.run_expect([0], "rm -f %s/no-detect && sed 's#/usr/bin/nvidia-container-runtime#/usr/local/nvidia/toolkit/'"
+                         "'nvidia-container-runtime#' %s/config.toml.after > %s" % (SHARE, SHARE, GENERATED))
+    rc, out = play("-e", "rke2_nvidia_runtime_wait_timeout=6")
+    assert rc != 0
+    assert ('sets BinaryName = "/usr/local/nvidia/toolkit/nvidia-container-runtime" for the nvidia runtime, '
+            'but that file does not exist') in out, out[-3000:]
+    assert GENERATED in out
+    host.run_expect([0], "systemctl restart rke2-server")
+
+
+def test_old_rke2_gets_exactly_the_template(host, tmp_path):
+    host.run_expect([0], "echo v1.21.14+rke2r1 > %s/version && touch %s/no-detect" % (SHARE, SHARE))
+    rc, out = play()
+    assert rc == 0, out[-4000:]
+    tmpl = host.file(TEMPLATE)
+    assert tmpl.content_string == EXPECTED_TEMPLATE
+    assert tmpl.user == "root" and tmpl.mode == 0o600
+    assert "Restarted rke2-server" in out
+    # The stand-in rendered it with the real "before" config as base; containerd must accept the result.
+    generated = host.file(GENERATED).content_string
+    assert generated.startswith(fixture("config.toml.before"))
+    path = tmp_path / "config.toml"
+    path.write_text(generated)
+    dump = subprocess.run(["containerd", "--config", str(path), "config", "dump"], capture_output=True, text=True,
+                          check=False)
+    assert dump.returncode == 0, dump.stderr
+    assert 'BinaryName = "/usr/bin/nvidia-container-runtime"' in dump.stdout
+    assert 'sandbox_image = "index.docker.io/rancher/pause:3.6"' in dump.stdout
+    # A second run changes nothing.
+    rc, out = play()
+    assert rc == 0 and "changed=0" in out, out[-3000:]
+
+
+def test_default_runtime_refused_on_old_rke2(host):
+    rc, out = play("-e", "rke2_nvidia_runtime_default_runtime=true")
+    assert rc != 0
+    assert "no default-runtime option (needs v1.28.5 or later)" in out, out[-3000:]
+    assert "duplicated" in out
+
+
+def test_template_removed_once_rke2_detects(host):
+    host.run_expect([0], "cp /usr/local/share/fake-rke2/version.orig %s/version 2>/dev/null || "
+                         "echo v1.24.9+rke2r2 > %s/version; rm -f %s/no-detect" % (SHARE, SHARE, SHARE))
+    rc, out = play()
+    assert rc == 0, out[-4000:]
+    assert not host.file(TEMPLATE).exists
+    assert host.file(GENERATED).content_string == fixture("config.toml.after")
+
+
+def test_default_runtime_option_on_new_rke2(host):
+    host.run_expect([0], "echo v1.31.6+rke2r1 > %s/version" % SHARE)
+    rc, out = play("-e", "rke2_nvidia_runtime_default_runtime=true")
+    assert rc == 0, out[-4000:]
+    opt = host.file("/etc/rancher/rke2/config.yaml.d/50-baremetal-gpu-default-runtime.yaml")
+    assert opt.mode == 0o600
+    assert "default-runtime: nvidia" in opt.content_string.splitlines()
+    assert not host.file(TEMPLATE).exists
+    rc, out = play()
+    assert rc == 0
+    assert not opt.exists
