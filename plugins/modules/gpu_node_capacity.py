@@ -242,6 +242,7 @@ nodes:
       problems: []
 """
 
+import re
 import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -314,6 +315,12 @@ def main():
         module.fail_json(msg='timeout must be >= 0 and poll_interval > 0, got %s and %s'
                              % (params['timeout'], params['poll_interval']), **result)
     gfd = params['gfd_labels'] or {}
+    if gfd.get('product') is not None:
+        try:
+            re.compile(gfd['product'])
+        except re.error as exc:
+            module.fail_json(msg='gfd_labels.product %r is not a valid regular expression: %s'
+                                 % (gfd['product'], exc), **result)
 
     try:
         reader = NodeReader(build_configuration(resolve_auth(params)), params['request_timeout'])

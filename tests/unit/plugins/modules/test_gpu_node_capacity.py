@@ -303,3 +303,8 @@ def test_replicas_need_gpu_count(tmp_path):
 def test_name_or_selector_required():
     result = run({}, AnsibleFailJson)
     assert 'one of the following is required: name, label_selector' in result['msg']
+
+
+def test_invalid_product_regex():
+    result = run({'name': 'nori', 'gfd_labels': {'product': 'H100('}}, AnsibleFailJson)
+    assert result['msg'].startswith("gfd_labels.product 'H100(' is not a valid regular expression")
