@@ -1,23 +1,30 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): the configuration-only part of the host layer (container_toolkit and
-# rke2_nvidia_runtime, no driver build) on 1 lab node against 8 lab nodes.
+# Benchmark (not a test): the configuration-only part of the host layer (no driver build) on
+# 1 lab node against 8 lab nodes.
 #
 #   bash benchmarks/bench_fanout.sh              (FORKS=8 by default; about 5 minutes on 2 cores)
 #
-# Fresh Debian 12 systemd nodes (podman) from localhost/baremetal-gpu-debian12:latest:
-# first 1 node, then 8 other fresh nodes, each a first converge followed by a rerun, with
-# the tag nvidia_repo skipped as in the lab (NVIDIA's repository cannot be reached here).
-# Every node it starts is removed on exit. Prints a table: wall times, per-node time and the
+# What runs is the part that can run here: container_toolkit registering the nvidia runtime
+# with containerd (container_toolkit_runtime=containerd: drop-in, import in config.toml,
+# `containerd config dump` validation, containerd restart), with the tag nvidia_repo skipped as
+# in the lab (NVIDIA's repository cannot be reached here). rke2_nvidia_runtime is left out:
+# there is no RKE2 here and the role refuses a node without it (ROLES/EXTRA_ARGS change this).
+# Nodes: Debian 12 systemd containers (podman) from an image with Debian's containerd, built
+# once from localhost/baremetal-gpu-debian12:latest and kept as localhost/baremetal-gpu-bench-containerd.
+# First 1 fresh node, then 8 other fresh nodes, each a first converge followed by a rerun.
+# Every node it starts is removed on exit. Prints a table: wall times, per-node time, the
 # 8-node/1-node ratio (8.0 would mean no parallelism at all), and the changed counts.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
-IMAGE=localhost/baremetal-gpu-debian12:latest
+BASE_IMAGE=localhost/baremetal-gpu-debian12:latest
+IMAGE=localhost/baremetal-gpu-bench-containerd:latest
 PREFIX=bench-fanout
 FORKS="${FORKS:-8}"
-ROLES="${ROLES:-baremetal.gpu.container_toolkit baremetal.gpu.rke2_nvidia_runtime}"
+ROLES="${ROLES:-baremetal.gpu.container_toolkit}"
+EXTRA_ARGS="${EXTRA_ARGS:--e container_toolkit_runtime=containerd}"
 SKIP_TAGS="${SKIP_TAGS:-nvidia_repo}"
 WORK="$(mktemp -d)"
 NODES=()
@@ -75,6 +82,13 @@ write_inventory() {   # write_inventory <file> <name>...
   for r in $ROLES; do echo "    - role: $r"; done
 } >"$WORK/play.yml"
 
+if ! podman image exists "$IMAGE"; then
+  echo "bench_fanout: building $IMAGE (Debian's containerd on the Debian 12 node image), once" >&2
+  printf 'FROM %s\nRUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends containerd >/dev/null && rm -rf /var/lib/apt/lists/*\n' \
+    "$BASE_IMAGE" >"$WORK/Containerfile"
+  podman build -q -t "$IMAGE" -f "$WORK/Containerfile" "$WORK" >/dev/null
+fi
+
 declare -A first rerun changed_first changed_rerun
 for count in 1 8; do
   names=()
@@ -83,7 +97,8 @@ for count in 1 8; do
   write_inventory "$WORK/inv-$count.yml" "${names[@]}"
   for phase in first rerun; do
     t0=$(now)
-    ansible-playbook -i "$WORK/inv-$count.yml" "$WORK/play.yml" --skip-tags "$SKIP_TAGS" >"$WORK/$count-$phase.log" 2>&1 \
+    # shellcheck disable=SC2086  # EXTRA_ARGS is a list of arguments
+    ansible-playbook -i "$WORK/inv-$count.yml" "$WORK/play.yml" --skip-tags "$SKIP_TAGS" $EXTRA_ARGS >"$WORK/$count-$phase.log" 2>&1 \
       || { echo "$count node(s), $phase run failed:"; tail -40 "$WORK/$count-$phase.log"; exit 1; }
     t=$(secs "$t0" "$(now)")
     if [[ $phase == first ]]; then first[$count]=$t; changed_first[$count]=$(recap_sum "$WORK/$count-$phase.log" changed)

@@ -17,7 +17,7 @@ cd "$ROOT"
 NODE=baremetal-gpu-lab
 INVENTORY=inventory/lab
 REPS="${REPS:-3}"
-SKIP_TAGS=nvidia_repo
+SKIP_TAGS=nvidia_repo,rke2_nvidia_runtime   # as in make lab: no NVIDIA repository, no RKE2
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 export ANSIBLE_PIPELINING=true ANSIBLE_RETRY_FILES_ENABLED=false
