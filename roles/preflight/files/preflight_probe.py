@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Read-only readiness probe of a GPU node, printed as one JSON object.
 
 It only reads files and runs `--version`-style commands; it writes nothing.
