@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Compute the containerd drop-in for the NVIDIA runtime, and the main config's new imports.
 
 Read-only: prints one JSON object and writes nothing; the role writes the files (with
