@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Benchmark of the nvidia_driver role against a bare apt-get install of the same packages.
+#
+#   benchmarks/bench_nvidia_driver.sh [debian12|ubuntu2204]   (default debian12)
+#
+# Two identical fresh nodes from the same image. Both first get a kernel image (untimed, as in
+# the molecule scenario: DKMS needs a kernel to build for). Then, one after the other so they
+# do not share the CPUs:
+#   bare: add the same apt components the role adds, apt-get update, apt-get install
+#         --no-install-recommends <headers> <driver packages> <initramfs tool>  (DKMS builds)
+#   role: ansible-playbook with baremetal.gpu.nvidia_driver (first converge), then a rerun
+# and prints a table: wall times, the role/bare ratio (goal <= 1.10), the rerun time and its
+# changed count. Takes about 15-20 minutes on 2 cores.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=/dev/null
+. "$ROOT/scripts/env.sh"
+NODE="${1:-debian12}"
+IMAGE="localhost/baremetal-gpu-${NODE}:latest"
+BARE="bench-nvd-bare-$NODE"
+ROLE="bench-nvd-role-$NODE"
+WORK="$(mktemp -d)"
+cleanup() { podman rm -f "$BARE" "$ROLE" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+case "$NODE" in
+  debian12)
+    KERNEL_PKG=linux-image-amd64
+    PKGS="nvidia-driver nvidia-kernel-dkms nvidia-smi firmware-misc-nonfree initramfs-tools"
+    ;;
+  ubuntu2204)
+    KERNEL_PKG=linux-image-virtual
+    PKGS="nvidia-driver-580 nvidia-dkms-580 initramfs-tools"
+    ;;
+  *) echo "unknown node $NODE (debian12 or ubuntu2204)" >&2; exit 2 ;;
+esac
+
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+for c in "$BARE" "$ROLE"; do
+  podman rm -f "$c" >/dev/null 2>&1 || true
+  podman run -d --name "$c" --systemd=always "$IMAGE" /sbin/init >/dev/null
+done
+sleep 3
+for c in "$BARE" "$ROLE"; do
+  podman exec "$c" bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $KERNEL_PKG >/dev/null"
+done
+KVER="$(podman exec "$BARE" bash -c 'ls /boot | sed -n "s/^vmlinuz-//p" | head -n1')"
+
+cat > "$WORK/inventory.yml" <<INV
+all:
+  hosts:
+    $ROLE:
+      ansible_connection: containers.podman.podman
+      ansible_python_interpreter: /usr/bin/python3
+INV
+cat > "$WORK/play.yml" <<'PLAY'
+- name: Bench nvidia_driver
+  hosts: all
+  gather_facts: true
+  roles:
+    - role: baremetal.gpu.nvidia_driver
+PLAY
+
+# Bare: the same components on the node's own mirror, then one apt-get install.
+t0="$(now)"
+podman exec "$BARE" bash -c "
+  set -e
+  mirror=\$(awk '\$1==\"deb\" {print \$2; exit}' /etc/apt/sources.list)
+  suite=\$(awk '\$1==\"deb\" {print \$3; exit}' /etc/apt/sources.list)
+  if [ '$NODE' = debian12 ]; then
+    echo \"deb \$mirror \$suite contrib non-free non-free-firmware\" > /etc/apt/sources.list.d/bare.list
+  else
+    printf 'deb %s %s restricted multiverse\ndeb %s %s-updates main restricted universe multiverse\ndeb %s %s-security main restricted universe multiverse\n' \
+      \$mirror \$suite \$mirror \$suite \$mirror \$suite > /etc/apt/sources.list.d/bare.list
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-headers-$KVER $PKGS >/dev/null
+" > "$WORK/bare.log" 2>&1
+t1="$(now)"
+BARE_S="$(secs "$t0" "$t1")"
+BARE_DKMS="$(podman exec "$BARE" dkms status 2>/dev/null | tr '\n' ' ')"
+
+t0="$(now)"
+ANSIBLE_STDOUT_CALLBACK=ansible.builtin.default ansible-playbook -i "$WORK/inventory.yml" "$WORK/play.yml" > "$WORK/role1.log" 2>&1
+t1="$(now)"
+ROLE_S="$(secs "$t0" "$t1")"
+ROLE_CHANGED="$(sed -n "s/^$ROLE *: .*changed=\([0-9]*\).*/\1/p" "$WORK/role1.log")"
+
+t0="$(now)"
+ansible-playbook -i "$WORK/inventory.yml" "$WORK/play.yml" > "$WORK/role2.log" 2>&1
+t1="$(now)"
+RERUN_S="$(secs "$t0" "$t1")"
+RERUN_CHANGED="$(sed -n "s/^$ROLE *: .*changed=\([0-9]*\).*/\1/p" "$WORK/role2.log")"
+ROLE_DKMS="$(podman exec "$ROLE" dkms status 2>/dev/null | tr '\n' ' ')"
+RATIO="$(awk -v r="$ROLE_S" -v b="$BARE_S" 'BEGIN { printf "%.2f", r / b }')"
+
+echo
+echo "nvidia_driver benchmark: $NODE node ($IMAGE), kernel $KVER, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(uname -r)"
+printf '| %-44s | %10s | %s\n' "Run" "Wall (s)" "Notes"
+printf '| %-44s | %10s | %s\n' "bare apt-get update + install (same packages)" "$BARE_S" "dkms: $BARE_DKMS"
+printf '| %-44s | %10s | %s\n' "role, first converge" "$ROLE_S" "changed=$ROLE_CHANGED; dkms: $ROLE_DKMS"
+printf '| %-44s | %10s | %s\n' "role, idempotent rerun" "$RERUN_S" "changed=$RERUN_CHANGED"
+printf '| %-44s | %10s | %s\n' "ratio role / bare (goal <= 1.10)" "$RATIO" ""
