@@ -261,7 +261,9 @@ def test_prometheus_operator_objects_match_crd_schemas(scenario):
         for obj in manifests(directory).values():
             key = (obj["apiVersion"], obj["kind"])
             if key in custom:
-                jsonschema.validate(obj, custom[key])
+                # Validator class directly: the CRD patterns use Go regex syntax ((?i) mid-pattern) that
+                # the metaschema check rejects; no rendered field uses those patterns.
+                jsonschema.Draft7Validator(custom[key]).validate(obj)
                 checked += 1
     assert checked == 1  # the GPU PrometheusRule (the ServiceMonitor is the chart's own)
 
