@@ -395,7 +395,8 @@ def main():
         result.update(status=exc.status, reason=exc.message,
                       driver_communicating=exc.status == STATUS_NO_DEVICES)
         if module.params['allow_no_gpu']:
-            module.exit_json(**result)
+            # Say so explicitly: Ansible otherwise marks a result with a non-zero rc as failed.
+            module.exit_json(failed=False, **result)
         module.fail_json(msg=exc.message, **result)
 
     result.update(facts, status=STATUS_OK, driver_communicating=True)

@@ -172,7 +172,7 @@ def rendered(tmp_path_factory):
     for name, vars_ in SCENARIOS.items():
         tmp = str(tmp_path_factory.mktemp("render-%s" % name))
         first, dirs = render(tmp, ROLES, vars_)
-        second, _ = render(tmp, ROLES, vars_)
+        second, _dirs = render(tmp, ROLES, vars_)
         out[name] = {"first": first, "second": second, "dirs": dirs, "vars": vars_}
     return out
 
@@ -230,8 +230,11 @@ def test_grafana_password_never_in_clear(scenario):
     values = load_values(sc["dirs"]["kube_prometheus"])
     assert "adminPassword" not in values["grafana"]
     secret, = by_kind(sc["dirs"]["kube_prometheus"], "Secret")
-    assert values["grafana"]["admin"] == {"existingSecret": secret["metadata"]["name"],
-                                         "userKey": "admin-user", "passwordKey": "admin-password"}
+    assert values["grafana"]["admin"] == {
+        "existingSecret": secret["metadata"]["name"],
+        "userKey": "admin-user",
+        "passwordKey": "admin-password",
+    }
     assert base64.b64decode(secret["data"]["admin-password"]).decode() == PASSWORD
     assert base64.b64decode(secret["data"]["admin-user"]).decode() == "admin"
 
@@ -449,7 +452,7 @@ def test_auto_class_from_products(tmp_path, products, expected):
     assert res.returncode == 0, res.stdout[-3000:]
     values = load_values(dirs["dcgm_exporter"])
     assert ("arguments" in values and values["arguments"] is None) == (expected == "geforce")
-    cm, = [m for m in by_kind(dirs["dcgm_exporter"], "ConfigMap")]
+    cm, = list(by_kind(dirs["dcgm_exporter"], "ConfigMap"))
     assert cm["metadata"]["labels"]["baremetal.gpu/gpu-class"] == expected
 
 

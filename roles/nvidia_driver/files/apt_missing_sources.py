@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Print, as JSON, the apt source lines this node lacks for the NVIDIA driver.
 
 Reads the node's own apt sources (one-line *.list and deb822 *.sources), skips the
@@ -44,7 +43,7 @@ def deb822(path):
             if raw[0] in " \t" and key:
                 fields[key] += " " + raw.strip()
                 continue
-            key, _, value = raw.partition(":")
+            key, _sep, value = raw.partition(":")
             key = key.strip().lower()
             fields[key] = value.strip()
         if "deb" not in fields.get("types", "").split():
@@ -69,7 +68,7 @@ def main():
         if path != exclude:
             entries += deb822(path)
     mirrors = []
-    for uri, suite, _ in entries:
+    for uri, suite, _components in entries:
         if suite == release and uri not in mirrors:
             mirrors.append(uri)
     lines = []

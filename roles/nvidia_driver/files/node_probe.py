@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Read-only probe of the node's driver-related state, printed as JSON.
 
 secure_boot: enabled | disabled | unknown (from `mokutil --sb-state`; no mokutil or no EFI: unknown)

@@ -200,6 +200,7 @@ def test_exit_9_no_driver(harness):
 def test_exit_9_allowed(harness):
     result = harness.run({'allow_no_gpu': True, 'gpu_count': 8}, (9, NO_DRIVER, ''))
     assert result['status'] == 'no_driver_communication'
+    assert result['failed'] is False and result['rc'] == 9
     assert result['driver_communicating'] is False
     assert result['reason'].startswith("nvidia-smi couldn't communicate with the NVIDIA driver (rc 9).")
     assert result['gpu_count'] == 0 and result['gpus'] == [] and result['driver_version'] is None
@@ -217,6 +218,7 @@ def test_exit_255_nvml_unknown_error(harness):
 def test_exit_255_allowed(harness):
     result = harness.run({'allow_no_gpu': True}, (255, NVML_UNKNOWN, ''))
     assert result['status'] == 'nvml_init_failed'
+    assert result['failed'] is False
     assert result['driver_communicating'] is False
 
 
@@ -228,6 +230,7 @@ def test_no_devices(harness):
 def test_no_devices_allowed(harness):
     result = harness.run({'allow_no_gpu': True}, (6, NO_DEVICES, ''))
     assert result['status'] == 'no_devices'
+    assert result['failed'] is False
     assert result['driver_communicating'] is True
 
 
