@@ -23,8 +23,13 @@ log() { printf '[build-images] %s\n' "$*" >&2; }
 
 # The cache key: what goes into an image (package list, suites, Containerfile),
 # not the whole script, so editing log messages does not force a rebuild.
+# The debootstrap base has its own key, so a change to tests/images/ (Containerfile, apt
+# settings) rebuilds only the thin layer on top of it.
+base_hash() {
+  echo "$PACKAGES bookworm jammy ${UBUNTU_MIRROR:-} v1" | sha256sum | cut -c1-12
+}
 recipe_hash() {
-  { echo "$PACKAGES bookworm jammy ${UBUNTU_MIRROR:-} v1"; cat tests/images/Containerfile; } | sha256sum | cut -c1-12
+  { base_hash; cat tests/images/*; } | sha256sum | cut -c1-12
 }
 
 check_ubuntu_keyring() {
@@ -56,7 +61,12 @@ build_node() {
     echo ok >"$CACHE/$node.status"
     return 0
   fi
-  base="localhost/baremetal-gpu-$node-base:$(recipe_hash)"
+  base="localhost/baremetal-gpu-$node-base:$(base_hash)"
+  if podman image exists "$base"; then
+    log "$node: cached base $base"
+    build_top "$node" "$base" "$tag"
+    return 0
+  fi
   rootfs=$(mktemp -d "/var/tmp/rootfs-$node.XXXXXX")
   log "$node: debootstrap $suite into $rootfs (takes 1-2 minutes)"
   local components=main mirror=()
@@ -82,9 +92,18 @@ build_node() {
     --change 'CMD ["/sbin/init"]' --change 'STOPSIGNAL SIGRTMIN+3' \
     --change 'ENV container=podman' - "$base" >/dev/null
   rm -rf "$rootfs"
-  podman build -q --build-arg "BASE=$base" -t "$tag" tests/images >/dev/null
-  log "$node: built $tag"
-  echo ok >"$CACHE/$node.status"
+  build_top "$node" "$base" "$tag"
+}
+
+# build_top NODE BASE TAG: the systemd node layer (tests/images/Containerfile) on the base.
+build_top() {
+  if ! podman build -q --build-arg "BASE=$2" -t "$3" tests/images >"$CACHE/$1.build.log" 2>&1; then
+    log "$1: podman build failed, see $CACHE/$1.build.log"
+    echo "FAILED: podman build of the $1 node layer failed" >"$CACHE/$1.status"
+    return 0
+  fi
+  log "$1: built $3"
+  echo ok >"$CACHE/$1.status"
 }
 
 image_name() { echo "localhost/baremetal-gpu-$1:$(recipe_hash)"; }
