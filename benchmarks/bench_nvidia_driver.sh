@@ -2,6 +2,12 @@
 # Benchmark of the nvidia_driver role against a bare apt-get install of the same packages.
 #
 #   benchmarks/bench_nvidia_driver.sh [debian12|ubuntu2204]   (default debian12)
+#   BENCH_SCOPE=host-layer benchmarks/bench_nvidia_driver.sh debian12
+#
+# BENCH_SCOPE=role (default) runs the nvidia_driver role alone; BENCH_SCOPE=host-layer runs
+# playbooks/gpu_nodes.yml with the lab's group_vars and skip tags (nvidia_repo: NVIDIA's
+# repository cannot be reached here; rke2_nvidia_runtime: no RKE2), i.e. nvidia_driver and the
+# configuration part of container_toolkit, against the same bare floor.
 #
 # Two identical fresh nodes from the same image. Both first get a kernel image (untimed, as in
 # the molecule scenario: DKMS needs a kernel to build for). Then, one after the other so they
@@ -55,13 +61,27 @@ all:
       ansible_connection: containers.podman.podman
       ansible_python_interpreter: /usr/bin/python3
 INV
-cat > "$WORK/play.yml" <<'PLAY'
+SCOPE="${BENCH_SCOPE:-role}"
+case "$SCOPE" in
+  role)
+    PLAYBOOK="$WORK/play.yml"
+    PLAY_ARGS=()
+    cat > "$PLAYBOOK" <<'PLAY'
 - name: Bench nvidia_driver
   hosts: all
   gather_facts: true
   roles:
     - role: baremetal.gpu.nvidia_driver
 PLAY
+    ;;
+  host-layer)
+    # The lab's settings (no reboot in a container, no GPU expected), in group gpu_nodes.
+    PLAYBOOK="$ROOT/playbooks/gpu_nodes.yml"
+    PLAY_ARGS=(-e "@$ROOT/inventory/lab/group_vars/all.yml" --skip-tags "nvidia_repo,rke2_nvidia_runtime")
+    printf '  children:\n    gpu_nodes:\n      hosts:\n        %s: {}\n' "$ROLE" >> "$WORK/inventory.yml"
+    ;;
+  *) echo "unknown BENCH_SCOPE $SCOPE (role or host-layer)" >&2; exit 2 ;;
+esac
 
 # Bare: the same components on the node's own mirror, then one apt-get install.
 t0="$(now)"
@@ -83,13 +103,13 @@ BARE_S="$(secs "$t0" "$t1")"
 BARE_DKMS="$(podman exec "$BARE" dkms status 2>/dev/null | tr '\n' ' ')"
 
 t0="$(now)"
-ANSIBLE_STDOUT_CALLBACK=ansible.builtin.default ansible-playbook -i "$WORK/inventory.yml" "$WORK/play.yml" > "$WORK/role1.log" 2>&1
+ANSIBLE_STDOUT_CALLBACK=ansible.builtin.default ansible-playbook -i "$WORK/inventory.yml" "$PLAYBOOK" "${PLAY_ARGS[@]}" > "$WORK/role1.log" 2>&1
 t1="$(now)"
 ROLE_S="$(secs "$t0" "$t1")"
 ROLE_CHANGED="$(sed -n "s/^$ROLE *: .*changed=\([0-9]*\).*/\1/p" "$WORK/role1.log")"
 
 t0="$(now)"
-ansible-playbook -i "$WORK/inventory.yml" "$WORK/play.yml" > "$WORK/role2.log" 2>&1
+ansible-playbook -i "$WORK/inventory.yml" "$PLAYBOOK" "${PLAY_ARGS[@]}" > "$WORK/role2.log" 2>&1
 t1="$(now)"
 RERUN_S="$(secs "$t0" "$t1")"
 RERUN_CHANGED="$(sed -n "s/^$ROLE *: .*changed=\([0-9]*\).*/\1/p" "$WORK/role2.log")"
@@ -97,7 +117,7 @@ ROLE_DKMS="$(podman exec "$ROLE" dkms status 2>/dev/null | tr '\n' ' ')"
 RATIO="$(awk -v r="$ROLE_S" -v b="$BARE_S" 'BEGIN { printf "%.2f", r / b }')"
 
 echo
-echo "nvidia_driver benchmark: $NODE node ($IMAGE), kernel $KVER, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(uname -r)"
+echo "nvidia_driver benchmark ($SCOPE): $NODE node ($IMAGE), kernel $KVER, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(uname -r)"
 printf '| %-44s | %10s | %s\n' "Run" "Wall (s)" "Notes"
 printf '| %-44s | %10s | %s\n' "bare apt-get update + install (same packages)" "$BARE_S" "dkms: $BARE_DKMS"
 printf '| %-44s | %10s | %s\n' "role, first converge" "$ROLE_S" "changed=$ROLE_CHANGED; dkms: $ROLE_DKMS"
