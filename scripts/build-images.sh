@@ -21,7 +21,7 @@ UBUNTU_FPRS="F6ECB3762474EDA9D21B7022871920D1991BC93C 790BC7277767219C42C86F933B
 
 log() { printf '[build-images] %s\n' "$*" >&2; }
 
-# The cache key: what goes into an image (package list, suites, Containerfile),
+# The cache key: what goes into an image (package list, suites, tests/images/*),
 # not the whole script, so editing log messages does not force a rebuild.
 # The debootstrap base has its own key, so a change to tests/images/ (Containerfile, apt
 # settings) rebuilds only the thin layer on top of it.

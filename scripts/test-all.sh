@@ -18,14 +18,17 @@ rm -rf "$RESULTS" "$LOGS"
 mkdir -p "$RESULTS" "$LOGS"
 START=$(date +%s)
 
+# slug NAME: the file name of a check's log (.cache/logs) and result row (.cache/results).
+slug() { echo "$1" | tr '/ ' '__'; }
+
 # record NAME STATUS SECONDS DETAIL
-record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >"$RESULTS/$(echo "$1" | tr '/ ' '__').tsv"; }
+record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >"$RESULTS/$(slug "$1").tsv"; }
 
 # check NAME COMMAND...: run, log to .cache/logs/NAME.log, record PASS/FAIL.
 check() {
   local name=$1; shift
   local log t0 rc detail
-  log="$LOGS/$(echo "$name" | tr '/ ' '__').log"
+  log="$LOGS/$(slug "$name").log"
   t0=$(date +%s)
   printf '[test] %-34s ...\n' "$name"
   "$@" >"$log" 2>&1
@@ -109,23 +112,24 @@ remove_instances() {
   podman ps -a --format '{{.Names}}' | grep -E "^$1-" | xargs -r podman rm -f >/dev/null 2>&1
 }
 run_scenario() {
-  local s=$1 limit=${MOLECULE_TIMEOUT:-1800} rc row
+  local s=$1 limit=${MOLECULE_TIMEOUT:-1800} rc name file
+  name="molecule: $s"
+  file=$(slug "$name")
   remove_instances "$s"
-  check "molecule: $s" timeout -k 60 "$limit" molecule test -s "$s"
+  check "$name" timeout -k 60 "$limit" molecule test -s "$s"
   rc=$?
   if [[ $rc -eq 124 || $rc -eq 137 ]]; then
     echo "[test] molecule: $s ran out of time (${limit} s); running it once more"
-    cp "$LOGS/molecule:_$s.log" "$LOGS/molecule:_$s.timed-out.log"
+    cp "$LOGS/$file.log" "$LOGS/$file.timed-out.log"
     remove_instances "$s"
-    check "molecule: $s" timeout -k 60 "$limit" molecule test -s "$s"
+    check "$name" timeout -k 60 "$limit" molecule test -s "$s"
     rc=$?
-    row="$RESULTS/molecule:_$s.tsv"
-    IFS=$'\t' read -r _n st secs detail <"$row"
-    record "molecule: $s" "$st" "$secs" "2nd attempt; the 1st ran out of time after ${limit} s (log: molecule:_$s.timed-out.log). $detail"
+    IFS=$'\t' read -r _n st secs detail <"$RESULTS/$file.tsv"
+    record "$name" "$st" "$secs" "2nd attempt; the 1st ran out of time after ${limit} s (log: $file.timed-out.log). $detail"
   fi
   return $rc
 }
-export -f run_scenario remove_instances check record summary_of
+export -f run_scenario remove_instances check record slug summary_of
 export RESULTS LOGS
 
 # Longest first: scenarios that build the NVIDIA driver with DKMS.
