@@ -82,7 +82,9 @@ image_status() { cat ".cache/images/$1.status" 2>/dev/null || echo "NOT RUN: ima
 scenarios=()
 for f in molecule/*/molecule.yml; do
   s=$(basename "$(dirname "$f")")
-  if [[ -n ${ONLY_SCENARIOS:-} && " $ONLY_SCENARIOS " != *" $s "* ]]; then continue; fi
+  if [[ -n ${ONLY_SCENARIOS:-} && " $ONLY_SCENARIOS " != *" $s "* ]]; then
+    record "molecule: $s" "NOT RUN" 0 "not in ONLY_SCENARIOS"; continue
+  fi
   if [[ $s == cluster ]]; then
     record "molecule: $s" "NOT RUN" 0 "needs a real Kubernetes cluster (KUBECONFIG); none can run here"
     continue
