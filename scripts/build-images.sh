@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # Build, cache and import the systemd test-node images from debootstrap.
 #
-#   scripts/build-images.sh [debian12] [ubuntu2204]
+#   scripts/build-images.sh [debian12] [debian13] [ubuntu2204] [ubuntu2404]
 #
 # Images are tagged localhost/baremetal-gpu-<node>:<recipe hash>; a cached image
 # whose recipe did not change is reused. The result per node is written to
 # .cache/images/<node>.status: "ok", or "NOT RUN: <reason>" (for example when
 # Ubuntu's archive does not answer). Nothing is reported as built that was not.
+#
+# Each node looks like a fresh install of its release, as far as the tests care:
+#   debian12   bookworm  one-line /etc/apt/sources.list (bookworm main), as bookworm installs
+#   debian13   trixie    deb822 debian.sources with Signed-By, main non-free-firmware (the installer's default)
+#   ubuntu2204 jammy     one-line sources.list (jammy main universe)
+#   ubuntu2404 noble     deb822 ubuntu.sources with Signed-By, noble noble-updates noble-security, main universe
+# and each has a kernel image installed (a real machine has one; the role builds or installs
+# modules for it), from its own archive. The mirror is whatever debootstrap chose by default;
+# nothing here names a mirror host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/env.sh
@@ -18,19 +27,37 @@ mkdir -p "$CACHE"
 PACKAGES="systemd,systemd-sysv,dbus,python3,python3-apt,procps,iproute2,ca-certificates,gnupg,sudo,kmod,pciutils"
 # Both Ubuntu archive signing keys that must be in the keyring we ship.
 UBUNTU_FPRS="F6ECB3762474EDA9D21B7022871920D1991BC93C 790BC7277767219C42C86F933B4FE6ACC0B21F32"
+ALL_NODES=(debian12 debian13 ubuntu2204 ubuntu2404)
 
 log() { printf '[build-images] %s\n' "$*" >&2; }
 
-# The cache key: what goes into an image (package list, suites, tests/images/*),
-# not the whole script, so editing log messages does not force a rebuild.
-# The debootstrap base has its own key, so a change to tests/images/ (Containerfile, apt
-# settings) rebuilds only the thin layer on top of it.
+# node_info NODE: "suite family debootstrap-script sources-format kernel-package"
+node_info() {
+  case $1 in
+    debian12) echo "bookworm debian bookworm list linux-image-amd64" ;;
+    debian13) echo "trixie debian trixie deb822 linux-image-amd64" ;;
+    ubuntu2204) echo "jammy ubuntu jammy list linux-image-virtual" ;;
+    # Debian 12's debootstrap has no noble script; the gutsy script serves every Ubuntu release.
+    # The kernel is pinned: on 2026-11-23 the archive's index listed Canonical's prebuilt NVIDIA
+    # modules for the newest ABI (6.8.0-151, noble-updates), but their files answered 404; those
+    # for 6.8.0-149 (noble-security) download. The prebuilt-module tests need a kernel they exist for.
+    ubuntu2404) echo "noble ubuntu gutsy deb822 linux-image-6.8.0-149-generic" ;;
+    *) return 1 ;;
+  esac
+}
+
+# The cache key of the debootstrap base: what goes into it, not the whole script, so editing
+# log messages does not force a rebuild. The node layer on top (tests/images/, the kernel) has
+# its own key, so a change there rebuilds only that layer.
 base_hash() {
-  echo "$PACKAGES bookworm jammy ${UBUNTU_MIRROR:-} v1" | sha256sum | cut -c1-12
+  local suite family script format _kernel
+  read -r suite family script format _kernel <<<"$(node_info "$1")"
+  echo "$PACKAGES $suite $family $script $format ${UBUNTU_MIRROR:-} v2" | sha256sum | cut -c1-12
 }
 recipe_hash() {
-  { base_hash; cat tests/images/*; } | sha256sum | cut -c1-12
+  { base_hash "$1"; node_info "$1"; cat tests/images/*; } | sha256sum | cut -c1-12
 }
+image_name() { echo "localhost/baremetal-gpu-$1:$(recipe_hash "$1")"; }
 
 check_ubuntu_keyring() {
   local keyring=$1 have fpr
@@ -43,41 +70,65 @@ check_ubuntu_keyring() {
   done
 }
 
+# write_deb822 ROOTFS FAMILY SUITE: replace debootstrap's one-line sources.list with the deb822
+# file a fresh install of this release has, on the mirror debootstrap used.
+write_deb822() {
+  local rootfs=$1 family=$2 suite=$3 uri
+  uri=$(awk '$1 == "deb" {print $2; exit}' "$rootfs/etc/apt/sources.list")
+  [[ -n $uri ]] || { log "no mirror in $rootfs/etc/apt/sources.list"; return 1; }
+  if [[ $family == ubuntu ]]; then
+    cat >"$rootfs/etc/apt/sources.list.d/ubuntu.sources" <<EOF
+Types: deb
+URIs: $uri
+Suites: $suite $suite-updates $suite-security
+Components: main universe
+Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg
+EOF
+    test -f "$rootfs/usr/share/keyrings/ubuntu-archive-keyring.gpg"
+  else
+    cat >"$rootfs/etc/apt/sources.list.d/debian.sources" <<EOF
+Types: deb
+URIs: $uri
+Suites: $suite $suite-updates
+Components: main non-free-firmware
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    test -f "$rootfs/usr/share/keyrings/debian-archive-keyring.gpg"
+  fi
+  rm -f "$rootfs/etc/apt/sources.list"
+}
+
 build_node() {
-  local node=$1 suite keyring_opt=() tag base rootfs
+  local node=$1 suite family script format kernel keyring_opt=() tag base rootfs
+  read -r suite family script format kernel <<<"$(node_info "$node")" || { log "unknown node $node"; return 2; }
   tag="$(image_name "$node")"
-  case $node in
-    debian12) suite=bookworm ;;
-    ubuntu2204)
-      suite=jammy
-      check_ubuntu_keyring "$PWD/tests/keys/ubuntu-archive-keyring.gpg" || {
-        echo "NOT RUN: Ubuntu keyring fingerprint check failed" >"$CACHE/$node.status"; return 0; }
-      keyring_opt=(--keyring="$PWD/tests/keys/ubuntu-archive-keyring.gpg")
-      ;;
-    *) log "unknown node $node"; return 2 ;;
-  esac
+  if [[ $family == ubuntu ]]; then
+    check_ubuntu_keyring "$PWD/tests/keys/ubuntu-archive-keyring.gpg" || {
+      echo "NOT RUN: Ubuntu keyring fingerprint check failed" >"$CACHE/$node.status"; return 0; }
+    keyring_opt=(--keyring="$PWD/tests/keys/ubuntu-archive-keyring.gpg")
+  fi
   if podman image exists "$tag"; then
     log "$node: cached image $tag"
     echo ok >"$CACHE/$node.status"
     return 0
   fi
-  base="localhost/baremetal-gpu-$node-base:$(base_hash)"
+  base="localhost/baremetal-gpu-$node-base:$(base_hash "$node")"
   if podman image exists "$base"; then
     log "$node: cached base $base"
-    build_top "$node" "$base" "$tag"
+    build_top "$node" "$base" "$tag" "$kernel"
     return 0
   fi
   rootfs=$(mktemp -d "/var/tmp/rootfs-$node.XXXXXX")
   log "$node: debootstrap $suite into $rootfs (takes 1-2 minutes)"
-  local components=main mirror=()
-  if [[ $node == ubuntu* ]]; then
+  local components=main mirror=""
+  if [[ $family == ubuntu ]]; then
     components=main,universe
     # UBUNTU_MIRROR is for testing the harness's own NOT RUN path; debootstrap's
-    # built-in default mirror is used otherwise.
-    [[ -n ${UBUNTU_MIRROR:-} ]] && mirror=("$UBUNTU_MIRROR")
+    # built-in default mirror is used otherwise (an empty mirror argument means that).
+    mirror=${UBUNTU_MIRROR:-}
   fi
   if ! debootstrap --variant=minbase "${keyring_opt[@]}" --components="$components" \
-        --include="$PACKAGES" "$suite" "$rootfs" "${mirror[@]}" >"$CACHE/$node.debootstrap.log" 2>&1; then
+        --include="$PACKAGES" "$suite" "$rootfs" "$mirror" "$script" >"$CACHE/$node.debootstrap.log" 2>&1; then
     log "$node: debootstrap failed, see $CACHE/$node.debootstrap.log"
     tail -5 "$CACHE/$node.debootstrap.log" >&2 || true
     if grep -qiE 'Failed getting release file|Couldn.t download|Temporary failure|could not resolve|Connection (timed out|refused)' "$CACHE/$node.debootstrap.log"; then
@@ -88,28 +139,40 @@ build_node() {
     rm -rf "$rootfs"
     return 0
   fi
+  if [[ $format == deb822 ]] && ! write_deb822 "$rootfs" "$family" "$suite"; then
+    echo "FAILED: could not write the deb822 sources of $node" >"$CACHE/$node.status"
+    rm -rf "$rootfs"
+    return 0
+  fi
   tar -C "$rootfs" --numeric-owner -c . | podman import \
     --change 'CMD ["/sbin/init"]' --change 'STOPSIGNAL SIGRTMIN+3' \
     --change 'ENV container=podman' - "$base" >/dev/null
   rm -rf "$rootfs"
-  build_top "$node" "$base" "$tag"
+  build_top "$node" "$base" "$tag" "$kernel"
 }
 
-# build_top NODE BASE TAG: the systemd node layer (tests/images/Containerfile) on the base.
+# build_top NODE BASE TAG KERNEL: the systemd node layer (tests/images/Containerfile) on the base,
+# with a kernel image from the node's own archive.
 build_top() {
-  if ! podman build -q --build-arg "BASE=$2" -t "$3" tests/images >"$CACHE/$1.build.log" 2>&1; then
+  if ! podman build -q --build-arg "BASE=$2" --build-arg "KERNEL=$4" -t "$3" tests/images >"$CACHE/$1.build.log" 2>&1; then
     log "$1: podman build failed, see $CACHE/$1.build.log"
-    echo "FAILED: podman build of the $1 node layer failed" >"$CACHE/$1.status"
+    tail -5 "$CACHE/$1.build.log" >&2 || true
+    if grep -qiE 'Could not resolve|Temporary failure|Failed to fetch|Unable to connect' "$CACHE/$1.build.log"; then
+      echo "NOT RUN: the archive did not answer while installing the kernel of the $1 node" >"$CACHE/$1.status"
+    else
+      echo "FAILED: podman build of the $1 node layer failed" >"$CACHE/$1.status"
+    fi
     return 0
   fi
   log "$1: built $3"
   echo ok >"$CACHE/$1.status"
 }
 
-image_name() { echo "localhost/baremetal-gpu-$1:$(recipe_hash)"; }
-
 nodes=("$@")
-[[ ${#nodes[@]} -eq 0 ]] && nodes=(debian12 ubuntu2204)
+[[ ${#nodes[@]} -eq 0 ]] && nodes=("${ALL_NODES[@]}")
+for n in "${nodes[@]}"; do
+  node_info "$n" >/dev/null || { log "unknown node $n (known: ${ALL_NODES[*]})"; exit 2; }
+done
 for n in "${nodes[@]}"; do
   build_node "$n" &
 done
@@ -123,7 +186,7 @@ for n in "${nodes[@]}"; do
     printf '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!\n\n' >&2
   fi
   # Stable alias so molecule.yml does not need the hash.
-  if [[ $(cat "$CACHE/$n.status") == ok ]]; then
+  if [[ $st == ok ]]; then
     podman tag "$(image_name "$n")" "localhost/baremetal-gpu-$n:latest"
   fi
 done

@@ -60,7 +60,7 @@ fi
 . scripts/env.sh
 
 # Build the test-node images in the background while static checks run.
-bash scripts/build-images.sh debian12 ubuntu2204 >"$LOGS/images.log" 2>&1 &
+bash scripts/build-images.sh >"$LOGS/images.log" 2>&1 &
 IMAGES_PID=$!
 
 # ---- static checks -------------------------------------------------------
@@ -93,7 +93,7 @@ for f in molecule/*/molecule.yml; do
     record "molecule: $s" "NOT RUN" 0 "SKIP_MOLECULE=1"; continue
   fi
   reason=""
-  for node in debian12 ubuntu2204; do
+  for node in debian12 debian13 ubuntu2204 ubuntu2404; do
     if grep -q "baremetal-gpu-$node" "$f"; then
       st=$(image_status "$node")
       [[ $st == ok ]] || reason="$node node: $st"

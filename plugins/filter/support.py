@@ -1,0 +1,43 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters over the support data (plugins/module_utils/support.py); documented in the .yml files beside."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import support
+
+
+def driver_branch_status(branch, today=None):
+    try:
+        return support.driver_branch_status(branch, today)
+    except ValueError as exc:
+        raise AnsibleFilterError('baremetal.gpu.driver_branch_status: %s' % exc)
+
+
+def gpu_generation(device_id):
+    try:
+        return support.gpu_generation(device_id)
+    except ValueError as exc:
+        raise AnsibleFilterError('baremetal.gpu.gpu_generation: %s' % exc)
+
+
+def kernel_module_flavour(gpus, requested, branch):
+    try:
+        return support.kernel_module_flavour(requested, branch, gpus)
+    except ValueError as exc:
+        raise AnsibleFilterError('baremetal.gpu.kernel_module_flavour: %s' % exc)
+
+
+class FilterModule(object):
+
+    def filters(self):
+        return {
+            'driver_branch_status': driver_branch_status,
+            'gpu_generation': gpu_generation,
+            'kernel_module_flavour': kernel_module_flavour,
+        }

@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+name: support
+short_description: The facts that cross the collection's roles, from one place
+version_added: 0.2.0
+description:
+  - Returns data defined once in C(plugins/module_utils/support.py) and used by every role that needs it,
+    so that the roles, the modules, the README and C(meta/main.yml) cannot disagree.
+  - "V(runtime_class_name), the RuntimeClass every role and the verify pod use: C(nvidia), or the value of the one
+    collection-wide variable C(baremetal_gpu_runtime_class_name) when set. A name that is not a DNS label, or
+    that of a built-in runtime (C(runc), C(crun), ...), fails naming that variable."
+  - "V(runtime_handler), the containerd runtime the RuntimeClass points at: C(nvidia), the name RKE2 gives the
+    NVIDIA runtime it detects."
+  - V(supported_os), the list of C(<distribution>-<major version>) keys the host layer supports;
+    V(os_matrix), the rows of that matrix (name, codename, family, whether a test node runs it).
+  - V(architectures), the CPU architectures the host layer supports.
+  - V(driver_support), NVIDIA's driver branch support table with its source and date.
+author:
+  - baremetal.gpu maintainers (@baremetal-gpu)
+options:
+  _terms:
+    description: The names of the data to return.
+    required: true
+    type: list
+    elements: str
+    choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support]
+seealso:
+  - plugin: baremetal.gpu.driver_branch_status
+    plugin_type: filter
+  - plugin: baremetal.gpu.kernel_module_flavour
+    plugin_type: filter
+"""
+
+EXAMPLES = r"""
+- name: The RuntimeClass every role uses
+  ansible.builtin.debug:
+    msg: "{{ lookup('baremetal.gpu.support', 'runtime_class_name') }}"
+
+- name: Refuse an OS the host layer does not support
+  ansible.builtin.assert:
+    that: (ansible_facts['distribution'] ~ '-' ~ ansible_facts['distribution_major_version'])
+          in query('baremetal.gpu.support', 'supported_os')
+"""
+
+RETURN = r"""
+_raw:
+  description:
+    - One entry per term. V(supported_os), V(os_matrix) and V(architectures) are lists; with C(query())
+      their items are returned as the list. V(driver_support) is a dictionary.
+  type: raw
+"""
+
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import support
+
+
+def _runtime_class_name(variables, templar):
+    override = variables.get(support.RUNTIME_CLASS_VARIABLE)
+    if override is not None:
+        override = templar.template(override)
+    return support.runtime_class_name(override)
+
+
+DATA = {
+    'runtime_class_name': _runtime_class_name,
+    'runtime_handler': lambda variables, templar: support.RUNTIME_HANDLER,
+    'supported_os': lambda variables, templar: support.supported_os_keys(),
+    'os_matrix': lambda variables, templar: [dict(row) for row in support.OS_MATRIX],
+    'architectures': lambda variables, templar: list(support.ARCHITECTURES),
+    'driver_support': lambda variables, templar: dict(support.DRIVER_SUPPORT),
+}
+
+
+class LookupModule(LookupBase):
+
+    def run(self, terms, variables=None, **kwargs):
+        self.set_options(var_options=variables, direct=kwargs)
+        out = []
+        for term in terms:
+            if term not in DATA:
+                raise AnsibleLookupError('baremetal.gpu.support: unknown term %r (known: %s)'
+                                         % (term, ', '.join(sorted(DATA))))
+            try:
+                value = DATA[term](variables or {}, self._templar)
+            except ValueError as exc:
+                raise AnsibleLookupError(str(exc))
+            if isinstance(value, list):
+                out.extend(value)
+            else:
+                out.append(value)
+        return out

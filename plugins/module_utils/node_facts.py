@@ -1,0 +1,393 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Read a GPU node's state from /sys, /proc, /boot and a few read-only commands.
+
+Used by the module baremetal.gpu.gpu_node_facts; every reader takes ``root`` (``/`` on a node,
+a captured tree in the unit tests) and, where it runs a command, ``run``: a callable
+``run(argv) -> (rc, stdout, stderr)`` (the module passes AnsibleModule.run_command under a C
+locale; tests pass recorded answers). Nothing here writes anything. A value the node hides
+(containers hide /proc/modules and /sys/firmware) is reported as "unknown", never guessed.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import glob
+import os
+import re
+
+from ansible_collections.baremetal.gpu.plugins.module_utils.support import gpu_generation
+
+EFI_SECURE_BOOT = 'sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d0-aca7-00c04fc295c8'
+PCI_DIR = 'sys/bus/pci/devices'
+NVIDIA_VENDOR = '0x10de'
+DRIVER_PACKAGE = re.compile(
+    r'^(nvidia-driver|nvidia-dkms|nvidia-kernel-dkms|nvidia-open-kernel-dkms|nvidia-kernel-open-dkms|'
+    r'nvidia-headless|nvidia-utils|nvidia-smi|nvidia-kernel-source|nvidia-tesla-[0-9]+-kernel-dkms|'
+    r'linux-modules-nvidia-|kmod-nvidia|nvidia-open|libnvidia-compute)')
+RUNTIMES = ('containerd', 'docker', 'crio', 'podman', 'runc', 'crun', 'nvidia-container-runtime', 'nvidia-ctk')
+RKE2_BINARIES = ('/usr/local/bin/rke2', '/usr/bin/rke2', '/opt/rke2/bin/rke2')
+RKE2_UNITS = ('rke2-server', 'rke2-agent')
+UNIT_DIRS = ('etc/systemd/system', 'usr/local/lib/systemd/system', 'usr/lib/systemd/system', 'lib/systemd/system')
+RKE2_CONFIG = 'etc/rancher/rke2/config.yaml'
+RKE2_DATA_DIR = '/var/lib/rancher/rke2'
+# Keys only an RKE2 server's config.yaml carries (rancher/rke2-docs, server configuration reference).
+RKE2_SERVER_ONLY_KEYS = ('cluster-init', 'tls-san', 'write-kubeconfig', 'write-kubeconfig-mode', 'cni', 'disable',
+                         'cluster-cidr', 'service-cidr', 'etcd-snapshot-schedule-cron', 'etcd-expose-metrics',
+                         'kube-apiserver-arg', 'kube-controller-manager-arg', 'kube-scheduler-arg', 'etcd-arg',
+                         'disable-cloud-controller', 'ingress-controller', 'etcd-s3')
+SECTIONS = ('pci', 'modules', 'secure_boot', 'kernels', 'driver', 'runtimes', 'rke2', 'disk')
+VERSION_RE = re.compile(r'(?<![0-9.])v?([0-9]+\.[0-9]+\.[0-9]+)')
+
+
+def path_of(root, relative):
+    return os.path.join(root, relative.lstrip('/'))
+
+
+def read(root, relative, binary=False):
+    """The content of root/relative, or None when it cannot be read."""
+    try:
+        with open(path_of(root, relative), 'rb') as handle:
+            data = handle.read()
+    except (IOError, OSError):
+        return None
+    return data if binary else data.decode('utf-8', 'replace')
+
+
+def in_container(root):
+    """True inside a container (podman, docker, systemd-nspawn, LXC): its kernel is the host's."""
+    if os.path.exists(path_of(root, 'run/.containerenv')) or os.path.exists(path_of(root, '.dockerenv')):
+        return True
+    environ = read(root, 'proc/1/environ', binary=True)
+    return bool(environ and b'container=' in environ)
+
+
+# ---- PCI ----------------------------------------------------------------------------------------
+
+LSPCI_LINE = re.compile(r'^(?P<address>\S+)\s+(?P<class_name>.*?)\s+\[(?P<class>[0-9a-f]{4})\]:\s+(?P<name>.*?)'
+                        r'\s+\[(?P<vendor>[0-9a-f]{4}):(?P<device>[0-9a-f]{4})\]', re.I)
+
+
+def parse_lspci(text):
+    """Parse ``lspci -Dnn`` lines into dicts: address, class ('0x0302'), vendor, device, name."""
+    out = []
+    for line in (text or '').splitlines():
+        match = LSPCI_LINE.match(line.strip())
+        if match:
+            name = re.sub(r'\s+\(rev [0-9a-f]+\)$', '', match.group('name'))
+            out.append({'address': match.group('address'), 'class': '0x' + match.group('class').lower(),
+                        'vendor': '0x' + match.group('vendor').lower(), 'device': '0x' + match.group('device').lower(),
+                        'name': name})
+    return out
+
+
+def pci(root, lspci_text=None):
+    """NVIDIA PCI functions: every one (audio, USB and NVSwitch functions included) and the GPUs.
+
+    GPUs are the display controllers (PCI class 0x03xx) of vendor 0x10de, each classified by
+    support.gpu_generation. sysfs is read first; ``lspci -Dnn`` output (when given) adds names
+    and stands in when /sys/bus/pci is not there.
+    """
+    listed = parse_lspci(lspci_text)
+    names = dict((row['address'], row['name']) for row in listed)
+    functions = []
+    base = path_of(root, PCI_DIR)
+    source = 'none'
+    if os.path.isdir(base) and os.listdir(base):
+        source = 'sysfs'
+        for entry in sorted(os.listdir(base)):
+            vendor = (read(root, os.path.join(PCI_DIR, entry, 'vendor')) or '').strip().lower()
+            if vendor != NVIDIA_VENDOR:
+                continue
+            functions.append({
+                'address': entry,
+                'vendor': vendor,
+                'device': (read(root, os.path.join(PCI_DIR, entry, 'device')) or '').strip().lower(),
+                'class': (read(root, os.path.join(PCI_DIR, entry, 'class')) or '').strip().lower()[:6],
+                'name': names.get(entry, ''),
+            })
+    elif listed:
+        source = 'lspci'
+        functions = [row for row in listed if row['vendor'] == NVIDIA_VENDOR]
+    gpus = []
+    for function in functions:
+        if not function['class'].startswith('0x03'):
+            continue
+        gpu = {'address': function['address'], 'device_id': function['device'], 'class': function['class'],
+               'name': function['name']}
+        try:
+            gpu.update(gpu_generation(function['device']))
+        except ValueError:
+            gpu.update({'generation': 'unknown', 'family': 'unknown', 'open_supported': None,
+                        'open_required': None, 'proprietary_supported': None})
+        gpus.append(gpu)
+    return {'gpus': gpus, 'nvidia_pci_devices': [f['address'] for f in functions], 'nvidia_pci_functions': functions,
+            'pci_source': source}
+
+
+# ---- kernel modules and the loaded driver ----------------------------------------------------------
+
+PROC_VERSION_RE = re.compile(r'NVRM version: NVIDIA UNIX (?P<open>Open )?(?:\S+ )?Kernel Module(?: for \S+)?\s+'
+                             r'(?P<version>[0-9]+(?:\.[0-9]+)+)')
+
+
+def parse_proc_driver_version(text):
+    """(version, flavour) from /proc/driver/nvidia/version: flavour 'open' or 'proprietary'; ('', '') if none."""
+    match = PROC_VERSION_RE.search(text or '')
+    if not match:
+        return '', ''
+    return match.group('version'), 'open' if match.group('open') else 'proprietary'
+
+
+def modules(root):
+    """nouveau_loaded (True, False or 'unknown'), and the loaded NVIDIA driver's version and flavour."""
+    text = read(root, 'proc/modules')
+    if not text or not text.strip():
+        nouveau = 'unknown'
+    else:
+        nouveau = any(line.split(' ', 1)[0] == 'nouveau' for line in text.splitlines())
+    version, flavour = parse_proc_driver_version(read(root, 'proc/driver/nvidia/version'))
+    if not version:
+        version = (read(root, 'sys/module/nvidia/version') or '').strip()
+    return {'nouveau_loaded': nouveau, 'nvidia_loaded_version': version, 'nvidia_loaded_flavour': flavour}
+
+
+# ---- Secure Boot ------------------------------------------------------------------------------------
+
+def secure_boot(root, container, run):
+    """Secure Boot state: the EFI variable first, mokutil second.
+
+    Returns secure_boot ('enabled', 'disabled', 'not_uefi' or 'unknown'), secure_boot_source
+    ('efivars', 'mokutil' or 'none') and secure_boot_detail.
+    """
+    data = read(root, EFI_SECURE_BOOT, binary=True)
+    if data and len(data) >= 5:
+        # 4 bytes of attributes, then the value: 1 enabled, 0 disabled.
+        value = bytearray(data)[4]
+        return {'secure_boot': 'enabled' if value == 1 else 'disabled', 'secure_boot_source': 'efivars',
+                'secure_boot_detail': 'EFI variable SecureBoot = %d' % value}
+    rc, out, err = run(['mokutil', '--sb-state'])
+    text = ('%s %s' % (out or '', err or '')).strip()
+    if rc is not None and 'SecureBoot enabled' in text:
+        return {'secure_boot': 'enabled', 'secure_boot_source': 'mokutil', 'secure_boot_detail': 'mokutil: ' + text}
+    if rc is not None and 'SecureBoot disabled' in text:
+        return {'secure_boot': 'disabled', 'secure_boot_source': 'mokutil', 'secure_boot_detail': 'mokutil: ' + text}
+    if os.path.isdir(path_of(root, 'sys/firmware/efi')):
+        detail = 'UEFI boot, but the SecureBoot EFI variable is unreadable and mokutil gave no answer'
+        return {'secure_boot': 'unknown', 'secure_boot_source': 'none',
+                'secure_boot_detail': detail + (' (mokutil: %s)' % text if text else '')}
+    if container:
+        return {'secure_boot': 'unknown', 'secure_boot_source': 'none',
+                'secure_boot_detail': 'no /sys/firmware/efi: hidden in a container'}
+    return {'secure_boot': 'not_uefi', 'secure_boot_source': 'none',
+            'secure_boot_detail': 'no /sys/firmware/efi: legacy BIOS boot, Secure Boot does not apply'}
+
+
+# ---- kernels ------------------------------------------------------------------------------------------
+
+def kernels(root, running):
+    """The installed kernels (an image in /boot and a modules directory) and their headers."""
+    found = {}
+    for image in glob.glob(path_of(root, 'boot/vmlinuz-*')) + glob.glob(path_of(root, 'boot/vmlinux-*')):
+        version = os.path.basename(image).split('-', 1)[1]
+        for base in ('lib/modules', 'usr/lib/modules'):
+            moddir = path_of(root, os.path.join(base, version))
+            if os.path.isdir(moddir):
+                found[version] = {'version': version, 'headers': os.path.exists(os.path.join(moddir, 'build'))}
+                break
+    with_headers = set()
+    for base in ('lib/modules', 'usr/lib/modules'):
+        if os.path.isdir(path_of(root, base)):
+            with_headers.update(v for v in os.listdir(path_of(root, base))
+                                if os.path.exists(path_of(root, os.path.join(base, v, 'build'))))
+    return {'kernel_running': running, 'kernels': [found[k] for k in sorted(found)],
+            'installed_kernels': sorted(found), 'kernel_headers_versions': sorted(with_headers),
+            'kernel_headers_for_running': running in with_headers}
+
+
+# ---- the installed driver --------------------------------------------------------------------------
+
+def packages(run):
+    """Driver packages installed ('name version'), from dpkg or rpm."""
+    rc, out, _err = run(['dpkg-query', '-W', '-f=${db:Status-Abbrev} ${Package} ${Version}\\n'])
+    found = []
+    if rc == 0:
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[0].startswith('ii') and DRIVER_PACKAGE.match(parts[1]):
+                found.append('%s %s' % (parts[1], parts[2]))
+        return sorted(found)
+    rc, out, _err = run(['rpm', '-qa', '--qf', '%{NAME} %{VERSION}-%{RELEASE}\\n'])
+    if rc == 0:
+        found = [line.strip() for line in out.splitlines() if DRIVER_PACKAGE.match(line.strip())]
+    return sorted(found)
+
+
+def dkms_modules(root):
+    """DKMS builds of NVIDIA modules in /var/lib/dkms: module, version, kernel, arch."""
+    built = []
+    for path in sorted(glob.glob(path_of(root, 'var/lib/dkms/nvidia*/*/*/*/module'))):
+        parts = path.split(os.sep)
+        built.append({'module': parts[-5], 'version': parts[-4], 'kernel': parts[-3], 'arch': parts[-2]})
+    return built
+
+
+def driver(root, run, which):
+    pkgs = packages(run)
+    runfile = any(os.path.exists(path_of(root, p)) for p in ('usr/bin/nvidia-uninstall', 'var/log/nvidia-installer.log'))
+    smi = which('nvidia-smi') or ''
+    loaded = modules(root)['nvidia_loaded_version']
+    if pkgs and runfile:
+        method = 'package+runfile'
+    elif runfile:
+        method = 'runfile'
+    elif pkgs:
+        method = 'package'
+    elif smi or loaded:
+        method = 'unknown'
+    else:
+        method = 'none'
+    return {'driver_install_method': method, 'driver_packages': pkgs, 'driver_dkms_modules': dkms_modules(root),
+            'driver_nvidia_smi': smi}
+
+
+# ---- container runtimes ----------------------------------------------------------------------------
+
+def parse_version(text):
+    """The first x.y.z version in a --version line ('containerd ... v2.2.1 ...' -> '2.2.1'), or ''."""
+    match = VERSION_RE.search(text or '')
+    return match.group(1) if match else ''
+
+
+def version_line(run, path):
+    for args in (['--version'], ['version']):
+        rc, out, _err = run([path] + args)
+        if rc == 0 and (out or '').strip():
+            return out.strip().splitlines()[0][:160]
+    return ''
+
+
+def runtimes(root, run, which, rke2_data_dir=RKE2_DATA_DIR):
+    found = []
+    for name in RUNTIMES:
+        path = which(name)
+        if path:
+            line = version_line(run, path)
+            found.append({'name': name, 'path': path, 'version_line': line, 'version': parse_version(line)})
+    embedded = os.path.join(rke2_data_dir, 'bin', 'containerd')
+    if os.path.exists(path_of(root, embedded)):
+        line = version_line(run, embedded)
+        found.append({'name': 'containerd (RKE2)', 'path': embedded, 'version_line': line, 'version': parse_version(line)})
+    return {'container_runtimes': found}
+
+
+# ---- RKE2 ------------------------------------------------------------------------------------------
+
+def config_keys(text):
+    """Top-level keys of a YAML mapping, read without a YAML library (nodes may not have one)."""
+    keys = {}
+    for line in (text or '').splitlines():
+        match = re.match(r'^([A-Za-z0-9_.-]+)\s*:\s*(.*?)\s*$', line)
+        if match:
+            keys[match.group(1)] = match.group(2).strip('"\'')
+    return keys
+
+
+def rke2_role(installed, enabled, server_state, config):
+    """Decide whether this node is an RKE2 server or agent: (role, reason); role '' when unclear.
+
+    From what is installed, then what systemd has enabled, then what the node has done or is
+    configured to do (the server's state directory, server-only keys in config.yaml). What is
+    active is not used: just after a reboot an agent is not active yet, and tarball installs
+    have both units (both installed, one enabled).
+    """
+    if not installed:
+        return '', 'no rke2-server or rke2-agent unit is installed'
+    if len(installed) == 1:
+        unit = installed[0]
+        return unit.split('-', 1)[1], 'only %s is installed' % unit
+    if len(enabled) == 1:
+        unit = enabled[0]
+        return unit.split('-', 1)[1], 'both units are installed; only %s is enabled' % unit
+    if len(enabled) > 1:
+        return '', 'both rke2-server and rke2-agent are enabled'
+    if server_state:
+        return 'server', 'both units are installed, none is enabled, and %s exists (this node has run rke2-server)' % server_state
+    server_keys = sorted(k for k in RKE2_SERVER_ONLY_KEYS if k in (config or {}))
+    if server_keys:
+        return 'server', ('both units are installed, none is enabled, and config.yaml has server-only keys (%s)'
+                          % ', '.join(server_keys))
+    return '', 'both rke2-server and rke2-agent are installed, neither is enabled, and nothing says which this node is'
+
+
+def rke2(root, run):
+    binary = next((p for p in RKE2_BINARIES if os.path.exists(path_of(root, p))), '')
+    version = ''
+    if binary:
+        _rc, out, _err = run([binary, '--version'])
+        match = re.search(r'rke2 version (v[0-9]\S*)', out or '')
+        version = match.group(1) if match else ''
+    installed = [u for u in RKE2_UNITS
+                 if any(os.path.exists(path_of(root, os.path.join(d, u + '.service'))) for d in UNIT_DIRS)]
+    states = {}
+    if installed:
+        rc, out, _err = run(['systemctl', 'is-enabled'] + installed)
+        if rc is not None:
+            states = dict(zip(installed, [line.strip() for line in (out or '').splitlines()]))
+    enabled = [u for u in installed if states.get(u) == 'enabled']
+    config_text = read(root, RKE2_CONFIG)
+    config = config_keys(config_text)
+    data_dir = config.get('data-dir') or RKE2_DATA_DIR
+    server_state = ''
+    for marker in ('server/db', 'server/token'):
+        if os.path.exists(path_of(root, os.path.join(data_dir, marker))):
+            server_state = os.path.join(data_dir, marker)
+            break
+    role, reason = rke2_role(installed, enabled, server_state, config)
+    kubeconfig = 'etc/rancher/rke2/rke2.yaml'
+    mode = ''
+    if os.path.exists(path_of(root, kubeconfig)):
+        mode = '%04o' % (os.stat(path_of(root, kubeconfig)).st_mode & 0o7777)
+    return {'rke2': {'present': bool(binary or installed), 'binary': binary, 'version': version,
+                     'version_plain': parse_version(version), 'units_installed': installed,
+                     'units_enabled': enabled, 'unit_states': states, 'role': role, 'role_reason': reason,
+                     'unit': ('rke2-' + role) if role else '', 'data_dir': data_dir,
+                     'config_file': '/' + RKE2_CONFIG if config_text is not None else '',
+                     'kubeconfig_mode': mode}}
+
+
+# ---- disk -------------------------------------------------------------------------------------------
+
+def disk(root, statvfs=os.statvfs):
+    for relative in ('var/lib/dkms', 'var/lib', ''):
+        path = path_of(root, relative) if relative else root
+        if os.path.isdir(path):
+            stat = statvfs(path)
+            return {'dkms_disk_path': '/' + relative, 'dkms_disk_free_mb': stat.f_bavail * stat.f_frsize // (1024 * 1024)}
+    return {'dkms_disk_path': '/', 'dkms_disk_free_mb': 0}
+
+
+def gather(root, run, which, running_kernel, sections=SECTIONS, lspci_text=None):
+    """Every fact of ``sections``, as one flat dict (plus the nested ``rke2``)."""
+    facts = {'container': in_container(root)}
+    if 'pci' in sections:
+        facts.update(pci(root, lspci_text))
+    if 'modules' in sections:
+        facts.update(modules(root))
+    if 'secure_boot' in sections:
+        facts.update(secure_boot(root, facts['container'], run))
+    if 'kernels' in sections:
+        facts.update(kernels(root, running_kernel))
+        facts['running_kernel_is_host'] = facts['container']
+    if 'driver' in sections:
+        facts.update(driver(root, run, which))
+    if 'rke2' in sections:
+        facts.update(rke2(root, run))
+    if 'runtimes' in sections:
+        data_dir = (facts.get('rke2') or {}).get('data_dir') or RKE2_DATA_DIR
+        facts.update(runtimes(root, run, which, data_dir))
+    if 'disk' in sections:
+        facts.update(disk(root))
+    return facts

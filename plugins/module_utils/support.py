@@ -1,0 +1,340 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The facts that cross roles, defined once.
+
+Everything here is data plus pure functions (no I/O), shared by the modules (gpu_node_facts),
+the filter and lookup plugins the roles use (baremetal.gpu.support, baremetal.gpu.driver_branch_status,
+baremetal.gpu.kernel_module_flavour, baremetal.gpu.gpu_generation) and scripts/role-docs.py, which
+writes the README's support matrix and checks each role's meta/main.yml against OS_MATRIX:
+
+- RUNTIME_CLASS_NAME: the RuntimeClass (and containerd runtime handler) every role and the
+  verify pod use;
+- OS_MATRIX: the operating systems the host layer supports, and which are tested on real nodes;
+- DRIVER_SUPPORT: NVIDIA's driver branch support table (kind, end of life), with source and date;
+- the rule that maps a PCI device ID to a GPU generation, and with it the choice between the open
+  and the proprietary kernel modules.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import re
+
+# --------------------------------------------------------------------------------------------
+# The RuntimeClass. RKE2 (and K3s) name the runtime they detect "nvidia" and create a
+# RuntimeClass "nvidia" with handler "nvidia" (rke2-runtimeclasses); the articles and the
+# device plugin and dcgm-exporter charts use the same name.
+RUNTIME_CLASS_NAME = 'nvidia'
+RUNTIME_HANDLER = 'nvidia'
+# The one variable that overrides RUNTIME_CLASS_NAME for every role (read by the lookup plugin).
+RUNTIME_CLASS_VARIABLE = 'baremetal_gpu_runtime_class_name'
+# Runtime names containerd and CRI-O already use for something else: never the NVIDIA runtime's.
+BUILTIN_RUNTIMES = ('runc', 'crun', 'runsc', 'kata', 'kata-containers', 'youki', 'gvisor', 'default')
+_DNS_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')
+
+
+def runtime_class_name(override=None):
+    """The RuntimeClass name: ``override`` (the value of baremetal_gpu_runtime_class_name) or RUNTIME_CLASS_NAME.
+
+    Raises ValueError, naming the variable, for a name Kubernetes refuses (not a DNS label) or one of
+    the built-in runtimes (runc, crun, ...), which would silently run GPU pods without the NVIDIA runtime.
+    """
+    if override is None or str(override).strip() == '':
+        return RUNTIME_CLASS_NAME
+    name = str(override)
+    if not _DNS_LABEL.match(name):
+        raise ValueError('%s must be a DNS label (lower case letters, digits and "-", at most 63), got %r'
+                         % (RUNTIME_CLASS_VARIABLE, name))
+    if name in BUILTIN_RUNTIMES:
+        raise ValueError('%s must name the NVIDIA runtime\'s RuntimeClass, not the built-in runtime %r (pods would run '
+                         'without the NVIDIA runtime); the default is %r' % (RUNTIME_CLASS_VARIABLE, name, RUNTIME_CLASS_NAME))
+    return name
+
+
+# --------------------------------------------------------------------------------------------
+# Operating systems of the host layer (nvidia_driver, container_toolkit, rke2_nvidia_runtime)
+# and of preflight. "key" is "<ansible_facts.distribution>-<distribution_major_version>".
+# tested: a test node of this OS runs every host-role scenario in `make test` (test_node is its
+# name in scripts/build-images.sh); untested rows are implemented from the vendors' documentation.
+OS_MATRIX = (
+    {'key': 'Debian-12', 'name': 'Debian 12', 'codename': 'bookworm', 'family': 'Debian',
+     'galaxy_platform': 'Debian', 'galaxy_version': 'bookworm', 'tested': True, 'test_node': 'debian12'},
+    {'key': 'Debian-13', 'name': 'Debian 13', 'codename': 'trixie', 'family': 'Debian',
+     'galaxy_platform': 'Debian', 'galaxy_version': 'trixie', 'tested': True, 'test_node': 'debian13'},
+    {'key': 'Ubuntu-22', 'name': 'Ubuntu 22.04', 'codename': 'jammy', 'family': 'Debian',
+     'galaxy_platform': 'Ubuntu', 'galaxy_version': 'jammy', 'tested': True, 'test_node': 'ubuntu2204'},
+    {'key': 'Ubuntu-24', 'name': 'Ubuntu 24.04', 'codename': 'noble', 'family': 'Debian',
+     'galaxy_platform': 'Ubuntu', 'galaxy_version': 'noble', 'tested': True, 'test_node': 'ubuntu2404'},
+    {'key': 'RedHat-9', 'name': 'RHEL 9', 'codename': '', 'family': 'RedHat',
+     'galaxy_platform': 'EL', 'galaxy_version': '9', 'tested': False, 'test_node': ''},
+    {'key': 'Rocky-9', 'name': 'Rocky Linux 9', 'codename': '', 'family': 'RedHat',
+     'galaxy_platform': 'EL', 'galaxy_version': '9', 'tested': False, 'test_node': ''},
+    {'key': 'AlmaLinux-9', 'name': 'AlmaLinux 9', 'codename': '', 'family': 'RedHat',
+     'galaxy_platform': 'EL', 'galaxy_version': '9', 'tested': False, 'test_node': ''},
+)
+ARCHITECTURES = ('x86_64', 'aarch64')
+
+
+def supported_os_keys():
+    """['Debian-12', 'Debian-13', ...]: the keys of OS_MATRIX, in order."""
+    return [row['key'] for row in OS_MATRIX]
+
+
+def os_row(distribution, major_version):
+    """The OS_MATRIX row of an OS (ansible_facts distribution and distribution_major_version), or None."""
+    key = '%s-%s' % (distribution, major_version)
+    for row in OS_MATRIX:
+        if row['key'] == key:
+            return dict(row)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# NVIDIA's driver branch support table. Branches absent from the table are not supported by
+# NVIDIA (any more, or never were datacenter branches), and are treated like a branch past its
+# end of life.
+DRIVER_SUPPORT = {
+    'source': ('NVIDIA, "Supported Drivers and CUDA Toolkit Versions" (R615 documentation), '
+               'https://docs.nvidia.com/datacenter/tesla/drivers/615/supported-drivers-and-cuda-toolkit-versions.html; '
+               'last branch for Maxwell, Pascal and Volta: NVIDIA "CUDA Toolkit, driver and architecture matrix", '
+               'https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html'),
+    'as_of': '2026-11-23',
+    # kind: LTSB = Long Term Support Branch, PB = Production Branch, NFB = New Feature Branch.
+    # eol: the month NVIDIA's table gives as end of life; supported through the end of that month.
+    'branches': {
+        '535': {'kind': 'LTSB', 'eol': '2026-06'},
+        '580': {'kind': 'LTSB', 'eol': '2028-06'},
+        '595': {'kind': 'PB', 'eol': '2027-03'},
+        '610': {'kind': 'NFB', 'eol': '2026-08'},
+    },
+    # R580 is the last branch that supports Maxwell, Pascal and Volta GPUs.
+    'last_branch_pre_turing': 580,
+    # Blackwell GPUs are supported from R570 (CUDA 12.8).
+    'first_branch_blackwell': 570,
+    # Open kernel modules: published from R515; NVIDIA's default and recommended flavour from R560.
+    'first_open_branch': 515,
+    'open_default_from': 560,
+}
+KIND_NAMES = {'LTSB': 'Long Term Support Branch', 'PB': 'Production Branch', 'NFB': 'New Feature Branch'}
+
+
+def _month_end(year_month):
+    year, month = [int(p) for p in year_month.split('-')]
+    if month == 12:
+        return datetime.date(year, 12, 31)
+    return datetime.date(year, month + 1, 1) - datetime.timedelta(days=1)
+
+
+def _as_date(today):
+    if today is None:
+        return datetime.date.today()
+    if isinstance(today, datetime.date):
+        return today
+    return datetime.datetime.strptime(str(today)[:10], '%Y-%m-%d').date()
+
+
+def driver_branch_status(branch, today=None):
+    """Where a driver branch stands in NVIDIA's support table on ``today`` (a date or 'YYYY-MM-DD').
+
+    Returns a dict: branch, listed (in the table), kind, kind_name, eol ('YYYY-MM' or None),
+    supported (listed and not past its end of life), status ('supported', 'eol' or 'unlisted'),
+    message (one sentence for the play output and the preflight report), source, as_of.
+    """
+    branch = str(branch)
+    day = _as_date(today)
+    row = DRIVER_SUPPORT['branches'].get(branch)
+    out = {'branch': branch, 'listed': row is not None, 'kind': None, 'kind_name': None, 'eol': None,
+           'source': DRIVER_SUPPORT['source'], 'as_of': DRIVER_SUPPORT['as_of']}
+    if row is None:
+        listed = ', '.join('R%s (%s, end of life %s)' % (b, r['kind'], r['eol'])
+                           for b, r in sorted(DRIVER_SUPPORT['branches'].items()))
+        out.update(supported=False, status='unlisted',
+                   message='driver branch R%s is not in NVIDIA\'s support table (as of %s: %s): NVIDIA no longer '
+                           'supports it' % (branch, DRIVER_SUPPORT['as_of'], listed))
+        return out
+    out.update(kind=row['kind'], kind_name=KIND_NAMES[row['kind']], eol=row['eol'])
+    if day > _month_end(row['eol']):
+        out.update(supported=False, status='eol',
+                   message='driver branch R%s (%s) reached NVIDIA\'s end of life in %s'
+                           % (branch, KIND_NAMES[row['kind']], row['eol']))
+    else:
+        out.update(supported=True, status='supported',
+                   message='driver branch R%s is an NVIDIA %s, supported until %s'
+                           % (branch, KIND_NAMES[row['kind']], row['eol']))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# GPU generation from the PCI device ID.
+#
+# The rule: NVIDIA's open kernel modules README ("Compatible GPUs", NVIDIA/open-gpu-kernel-modules
+# README.md) lists every GPU the open modules support, sorted by PCI device ID, and says they
+# "can be used on any Turing or later GPU". Its first entry is TITAN RTX, 0x1E02 (Turing); the
+# last Ada entry is RTX 2000 Ada Embedded, 0x28F8; every entry from B200, 0x2901, on is a
+# Blackwell GPU (B200, GB200, RTX 50xx, RTX PRO Blackwell, GB10, B300, GB300), the generation
+# that only the open modules run. Hence, for an NVIDIA display controller (PCI class 0x03xx):
+#   device ID <  0x1E00          pre-Turing (Maxwell, Pascal, Volta or older): proprietary modules only
+#   0x1E00 <= device ID < 0x2900 Turing, Ampere, Hopper, Ada: open or proprietary
+#   device ID >= 0x2900          Blackwell or newer: open modules only
+# The family names below are informative (same table, by product name); the decision uses only
+# the two thresholds. Checked against the <product_architecture> nvidia-smi reports in the real
+# captures of tests/fixtures/nvidia-smi-xml (tests/unit/plugins/module_utils/test_support.py).
+TURING_FIRST_DEVICE_ID = 0x1E00
+BLACKWELL_FIRST_DEVICE_ID = 0x2900
+NVIDIA_VENDOR_ID = 0x10DE
+
+_FAMILIES = (
+    # (first, last, family) for device IDs at or above 0x1E00
+    (0x1E00, 0x1FFF, 'Turing'),
+    (0x2000, 0x20FF, 'Ampere'),
+    (0x2100, 0x21FF, 'Turing'),
+    (0x2200, 0x22FF, 'Ampere'),
+    (0x2300, 0x23FF, 'Hopper'),
+    (0x2400, 0x25FF, 'Ampere'),
+    (0x2600, 0x28FF, 'Ada Lovelace'),
+)
+_PRE_TURING_FAMILIES = (
+    (0x1D80, 0x1DFF, 'Volta'),
+    (0x1B00, 0x1D7F, 'Pascal'),
+    (0x1500, 0x15FF, 'Pascal'),
+    (0x1700, 0x17FF, 'Maxwell'),
+    (0x1300, 0x14FF, 'Maxwell'),
+)
+
+
+def parse_device_id(value):
+    """A PCI device ID as an int: 0x2330, '0x2330', '2330', or nvidia-smi's '0x233010DE'; None if not one."""
+    if value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip().lower()
+    if text.startswith('0x'):
+        text = text[2:]
+    if not re.match(r'^[0-9a-f]{1,8}$', text):
+        return None
+    number = int(text, 16)
+    if len(text) == 8:
+        # nvidia-smi's pci_device_id: device ID in the upper 16 bits, vendor in the lower.
+        number >>= 16
+    return number
+
+
+def gpu_generation(device_id):
+    """Classify an NVIDIA GPU by PCI device ID (see the rule above).
+
+    Returns a dict: device_id ('0x2330'), generation ('pre-turing', 'turing-to-ada' or
+    'blackwell-or-newer'), family (informative name), open_supported, open_required,
+    proprietary_supported. Raises ValueError for a value that is not a device ID.
+    """
+    number = parse_device_id(device_id)
+    if number is None:
+        raise ValueError('not a PCI device ID: %r' % (device_id,))
+    if number >= BLACKWELL_FIRST_DEVICE_ID:
+        generation, family = 'blackwell-or-newer', 'Blackwell or newer'
+    elif number >= TURING_FIRST_DEVICE_ID:
+        generation = 'turing-to-ada'
+        family = next(name for first, last, name in _FAMILIES if first <= number <= last)
+    else:
+        generation = 'pre-turing'
+        family = next((name for first, last, name in _PRE_TURING_FAMILIES if first <= number <= last),
+                      'older than Maxwell')
+    return {
+        'device_id': '0x%04x' % number,
+        'generation': generation,
+        'family': family,
+        'open_supported': generation != 'pre-turing',
+        'open_required': generation == 'blackwell-or-newer',
+        'proprietary_supported': generation != 'blackwell-or-newer',
+    }
+
+
+def _describe(gpu):
+    name = gpu.get('name') or 'NVIDIA GPU'
+    return '%s %s (device ID %s, %s)' % (gpu.get('address') or '', name, gpu['device_id'], gpu['family'])
+
+
+def kernel_module_flavour(requested, branch, gpus):
+    """Choose the kernel module flavour: ``requested`` is auto, open or proprietary.
+
+    ``gpus`` is a list of dicts with at least ``device_id`` (and optionally ``address``, ``name``), for
+    example gpu_node_facts' ``gpus``. Returns a dict: flavour ('open' or 'proprietary', None on error),
+    reason (one sentence), error (None, or the refusal naming the GPU and the rule), gpus (classified).
+    The rule: open needs branch >= 515 and Turing or newer; proprietary does not run Blackwell or
+    newer; auto picks open for branch >= 560 when every GPU is Turing or newer (or none is visible),
+    proprietary otherwise. It also refuses a branch the GPUs cannot run: > 580 on pre-Turing GPUs,
+    < 570 on Blackwell.
+    """
+    if requested not in ('auto', 'open', 'proprietary'):
+        return {'flavour': None, 'gpus': [], 'reason': '',
+                'error': 'nvidia_driver_kernel_module must be auto, open or proprietary, got %r' % (requested,)}
+    branch_number = int(str(branch))
+    classified = []
+    for gpu in gpus or []:
+        row = dict(gpu)
+        row.update(gpu_generation(gpu.get('device_id')))
+        classified.append(row)
+    pre_turing = [g for g in classified if g['generation'] == 'pre-turing']
+    blackwell = [g for g in classified if g['generation'] == 'blackwell-or-newer']
+    rule = ('rule: PCI device ID < 0x1E00 is pre-Turing (proprietary only), >= 0x2900 is Blackwell or newer '
+            '(open only), per NVIDIA open-gpu-kernel-modules README "Compatible GPUs"')
+    out = {'flavour': None, 'gpus': classified, 'reason': '', 'error': None}
+
+    if pre_turing and branch_number > DRIVER_SUPPORT['last_branch_pre_turing']:
+        out['error'] = ('driver branch R%s does not support %s: R%s is the last branch for Maxwell, Pascal and Volta '
+                        'GPUs. Set nvidia_driver_branch to %s or lower'
+                        % (branch, '; '.join(_describe(g) for g in pre_turing),
+                           DRIVER_SUPPORT['last_branch_pre_turing'], DRIVER_SUPPORT['last_branch_pre_turing']))
+        return out
+    if blackwell and branch_number < DRIVER_SUPPORT['first_branch_blackwell']:
+        out['error'] = ('driver branch R%s does not support %s: Blackwell GPUs need R%s or later. Set '
+                        'nvidia_driver_branch to 580 or later' % (branch, '; '.join(_describe(g) for g in blackwell),
+                                                                  DRIVER_SUPPORT['first_branch_blackwell']))
+        return out
+    if pre_turing and blackwell:
+        out['error'] = ('this node has pre-Turing GPUs (%s), which need the proprietary modules, and Blackwell GPUs '
+                        '(%s), which need the open modules: no kernel module flavour runs both (%s)'
+                        % ('; '.join(_describe(g) for g in pre_turing), '; '.join(_describe(g) for g in blackwell), rule))
+        return out
+
+    if requested == 'open':
+        if pre_turing:
+            out['error'] = ('nvidia_driver_kernel_module is open, but the open kernel modules do not run %s (%s). '
+                            'Set nvidia_driver_kernel_module to proprietary or auto'
+                            % ('; '.join(_describe(g) for g in pre_turing), rule))
+        elif branch_number < DRIVER_SUPPORT['first_open_branch']:
+            out['error'] = ('nvidia_driver_kernel_module is open, but driver branch R%s has no open kernel modules '
+                            '(they start with R%s)' % (branch, DRIVER_SUPPORT['first_open_branch']))
+        else:
+            out.update(flavour='open', reason='open kernel modules, as asked (nvidia_driver_kernel_module=open)')
+        return out
+    if requested == 'proprietary':
+        if blackwell:
+            out['error'] = ('nvidia_driver_kernel_module is proprietary, but the proprietary kernel modules do not run '
+                            '%s (%s). Set nvidia_driver_kernel_module to open or auto'
+                            % ('; '.join(_describe(g) for g in blackwell), rule))
+        else:
+            out.update(flavour='proprietary',
+                       reason='proprietary kernel modules, as asked (nvidia_driver_kernel_module=proprietary)')
+        return out
+
+    # auto
+    if blackwell:
+        out.update(flavour='open', reason='auto: open, because %s only run with the open modules'
+                   % '; '.join(_describe(g) for g in blackwell))
+    elif pre_turing:
+        out.update(flavour='proprietary', reason='auto: proprietary, because %s cannot run the open modules'
+                   % '; '.join(_describe(g) for g in pre_turing))
+    elif branch_number < DRIVER_SUPPORT['open_default_from']:
+        out.update(flavour='proprietary', reason='auto: proprietary, because branch R%s is older than R%s, from which '
+                   'NVIDIA makes the open modules the default' % (branch, DRIVER_SUPPORT['open_default_from']))
+    elif classified:
+        out.update(flavour='open', reason='auto: open, because branch R%s >= R%s and every GPU is Turing or newer (%s)'
+                   % (branch, DRIVER_SUPPORT['open_default_from'], '; '.join(_describe(g) for g in classified)))
+    else:
+        out.update(flavour='open', reason='auto: open, because branch R%s >= R%s (NVIDIA\'s default) and no NVIDIA GPU '
+                   'is visible to check' % (branch, DRIVER_SUPPORT['open_default_from']))
+    return out

@@ -1,0 +1,242 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: gpu_node_facts
+short_description: Read a GPU node's state (PCI GPUs, nouveau, Secure Boot, kernels, driver, runtimes, RKE2)
+version_added: 0.2.0
+description:
+  - Reads the state a GPU node's setup depends on, from C(/sys), C(/proc), C(/boot), the package database and
+    a few read-only commands, and returns it as the fact C(gpu_node) (C(ansible_facts['gpu_node'])).
+  - The one source of node facts for the collection's roles (C(preflight), C(nvidia_driver),
+    C(rke2_nvidia_runtime)); nothing on the node changes. Runs in check mode too.
+  - A value the node hides is reported as C(unknown), never guessed. Containers, for example, hide
+    C(/proc/modules) and C(/sys/firmware).
+author:
+  - baremetal.gpu maintainers (@baremetal-gpu)
+requirements:
+  - Linux. C(lspci) (pciutils), C(mokutil), C(dpkg-query) or C(rpm), and C(systemctl) are used when present.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; it runs in check mode too.
+  diff_mode:
+    support: none
+  facts:
+    support: full
+  platform:
+    platforms: posix
+options:
+  gather_subset:
+    description:
+      - What to read. V(all) reads everything.
+      - V(pci), the NVIDIA PCI functions and the GPUs among them (PCI class 0x03), each with its generation
+        (L(baremetal.gpu.gpu_generation,https://github.com/NVIDIA/open-gpu-kernel-modules#compatible-gpus)).
+      - V(modules), nouveau and the loaded NVIDIA driver (version, open or proprietary).
+      - V(secure_boot), from the C(SecureBoot) EFI variable first and C(mokutil --sb-state) second.
+      - V(kernels), the installed kernels (an image in C(/boot) and a modules directory) and their headers.
+      - V(driver), the driver packages, DKMS builds, C(nvidia-smi) and a C(.run) installer's traces.
+      - V(runtimes), the container runtimes on E(PATH) and RKE2's embedded containerd, with their versions.
+      - V(rke2), the RKE2 binary, version, units and this node's role (server or agent).
+      - V(disk), the free space for the driver packages and the DKMS build.
+    type: list
+    elements: str
+    choices: [all, pci, modules, secure_boot, kernels, driver, runtimes, rke2, disk]
+    default: [all]
+seealso:
+  - module: baremetal.gpu.nvidia_smi
+  - plugin: baremetal.gpu.kernel_module_flavour
+    plugin_type: filter
+notes:
+  - "The RKE2 role is decided from what is installed, then what systemd has enabled, then what the node has done
+    or is configured to do (the server's state directory C(<data-dir>/server/db) or C(server/token), server-only keys
+    in C(/etc/rancher/rke2/config.yaml)). It is left empty, with the reason, when that does not decide it (both
+    units enabled, or both installed and neither enabled with nothing to tell them apart). Whether a unit is
+    active is not used: just after a reboot an agent is not active yet."
+"""
+
+EXAMPLES = r"""
+- name: Read the node
+  baremetal.gpu.gpu_node_facts:
+
+- name: Show the GPUs and their generation
+  ansible.builtin.debug:
+    msg: "{{ ansible_facts['gpu_node']['gpus'] | map(attribute='family') | list }}"
+
+- name: Only what the driver role needs
+  baremetal.gpu.gpu_node_facts:
+    gather_subset: [pci, modules, secure_boot, kernels]
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: The fact C(gpu_node); only the keys of the gathered subsets are set.
+  returned: always
+  type: dict
+  contains:
+    gpu_node:
+      description: The node's state.
+      type: dict
+      contains:
+        container:
+          description: True inside a container, whose kernel is the host's.
+          type: bool
+          sample: false
+        gpus:
+          description: NVIDIA display controllers (PCI class 0x03xx), each classified by its device ID.
+          type: list
+          elements: dict
+          sample:
+            - address: "0000:00:06.0"
+              device_id: "0x2330"
+              class: "0x030200"
+              name: "NVIDIA Corporation GH100 [H100 SXM5 80GB]"
+              generation: turing-to-ada
+              family: Hopper
+              open_supported: true
+              open_required: false
+              proprietary_supported: true
+        nvidia_pci_devices:
+          description: Addresses of every NVIDIA PCI function (GPUs, their audio and USB functions, NVSwitches).
+          type: list
+          elements: str
+          sample: ["0000:00:06.0"]
+        pci_source:
+          description: Where the PCI data came from, V(sysfs), V(lspci) or V(none).
+          type: str
+          sample: sysfs
+        nouveau_loaded:
+          description: V(true), V(false), or V(unknown) when C(/proc/modules) cannot be read.
+          type: raw
+          sample: false
+        nvidia_loaded_version:
+          description: Version of the loaded nvidia module, empty when none is loaded.
+          type: str
+          sample: "580.159.04"
+        nvidia_loaded_flavour:
+          description: V(open) or V(proprietary), from C(/proc/driver/nvidia/version); empty when unknown.
+          type: str
+          sample: open
+        secure_boot:
+          description: V(enabled), V(disabled), V(not_uefi) or V(unknown).
+          type: str
+          sample: disabled
+        secure_boot_source:
+          description: V(efivars), V(mokutil) or V(none).
+          type: str
+          sample: efivars
+        secure_boot_detail:
+          description: What the decision was read from.
+          type: str
+          sample: EFI variable SecureBoot = 0
+        kernel_running:
+          description: The running kernel (the host's, in a container).
+          type: str
+          sample: 6.8.0-149-generic
+        kernels:
+          description: Installed kernels, with whether their headers are installed.
+          type: list
+          elements: dict
+          sample: [{"version": "6.8.0-149-generic", "headers": true}]
+        installed_kernels:
+          description: The versions of RV(ansible_facts.gpu_node.kernels).
+          type: list
+          elements: str
+          sample: ["6.8.0-149-generic"]
+        kernel_headers_versions:
+          description: Kernels whose headers are installed (C(/lib/modules/<version>/build) exists).
+          type: list
+          elements: str
+        kernel_headers_for_running:
+          description: Whether the running kernel has headers.
+          type: bool
+        running_kernel_is_host:
+          description: True in a container, where the running kernel belongs to the host.
+          type: bool
+        driver_install_method:
+          description: V(none), V(package), V(runfile), V(package+runfile) or V(unknown).
+          type: str
+          sample: package
+        driver_packages:
+          description: Installed driver packages as C(name version).
+          type: list
+          elements: str
+          sample: ["nvidia-dkms-580-open 580.178.04-0ubuntu0.24.04.1"]
+        driver_dkms_modules:
+          description: DKMS builds of NVIDIA modules (module, version, kernel, arch).
+          type: list
+          elements: dict
+        driver_nvidia_smi:
+          description: Path of C(nvidia-smi), empty when there is none.
+          type: str
+        container_runtimes:
+          description: Container runtimes found, with C(name), C(path), C(version_line) and C(version) (x.y.z).
+          type: list
+          elements: dict
+          sample: [{"name": "containerd", "path": "/usr/bin/containerd", "version": "2.2.1",
+                    "version_line": "containerd github.com/containerd/containerd/v2 2.2.1"}]
+        rke2:
+          description:
+            - C(present), C(binary), C(version) (C(v1.31.6+rke2r1)), C(version_plain) (C(1.31.6)),
+              C(units_installed), C(units_enabled), C(unit_states), C(role) (V(server), V(agent), or empty when
+              unclear), C(role_reason), C(unit) (C(rke2-<role>)), C(data_dir), C(config_file), C(kubeconfig_mode).
+          type: dict
+        dkms_disk_path:
+          description: Where the free space was measured.
+          type: str
+          sample: /var/lib/dkms
+        dkms_disk_free_mb:
+          description: Free MiB there.
+          type: int
+          sample: 20480
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import node_facts
+
+EXTRA_PATHS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin', '/opt/rke2/bin']
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            gather_subset=dict(type='list', elements='str', default=['all'],
+                               choices=['all'] + list(node_facts.SECTIONS)),
+        ),
+        supports_check_mode=True,
+    )
+    subset = module.params['gather_subset']
+    sections = node_facts.SECTIONS if 'all' in subset else tuple(subset)
+
+    def which(name):
+        return module.get_bin_path(name, required=False, opt_dirs=EXTRA_PATHS)
+
+    def run(argv):
+        binary = argv[0] if os.path.isabs(argv[0]) else which(argv[0])
+        if not binary:
+            return None, '', '%s not found' % argv[0]
+        return module.run_command([binary] + list(argv[1:]), environ_update={'LC_ALL': 'C', 'LANG': 'C'})
+
+    lspci_text = None
+    if 'pci' in sections:
+        rc, out, _err = run(['lspci', '-Dnn', '-d', '10de:'])
+        lspci_text = out if rc == 0 else None
+    facts = node_facts.gather('/', run, which, os.uname()[2], sections, lspci_text)
+    module.exit_json(changed=False, ansible_facts={'gpu_node': facts})
+
+
+if __name__ == '__main__':
+    main()

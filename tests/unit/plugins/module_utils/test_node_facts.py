@@ -1,0 +1,295 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_node_facts' readers on captured node trees (tests/fixtures/node-trees/*.tar, see SOURCE.md there).
+
+The captured trees come from real machines without a GPU (a Debian 12 CI sandbox, an Ubuntu 24.04
+test node after a real DKMS build of the open 580 driver), with the commands' recorded answers. No
+GPU machine was at hand when they were captured: the GPU trees below are built in the test from
+real data (device IDs and names from the real nvidia-smi captures in tests/fixtures/nvidia-smi-xml,
+the loaded-driver banners quoted in SOURCE.md), and say so.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import tarfile
+
+import pytest
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import node_facts
+
+TREES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'node-trees')
+# Real /proc/driver/nvidia/version first lines (sources in tests/fixtures/node-trees/SOURCE.md).
+OPEN_BANNER = ('NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  555.58.02  Release Build  '
+               '(dvs-builder@U16-I3-B03-4-3)  Tue Jun 25 01:26:03 UTC 2024\n')
+PROPRIETARY_BANNER = 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  515.76  Mon Sep 12 19:21:56 UTC 2022\n'
+AARCH64_OPEN_BANNER = 'NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.65.06  Release Build\n'
+H100_LSPCI = '0000:00:06.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330] (rev a1)\n'
+
+
+class Recorded(object):
+    """run() answering from a tree's commands/<name>.{rc,out}; records every argv it was asked."""
+
+    NAMES = {('lspci',): 'lspci', ('mokutil',): 'mokutil', ('dpkg-query',): 'dpkg-query',
+             ('systemctl', 'is-enabled'): 'systemctl-is-enabled'}
+
+    def __init__(self, tree, extra=None):
+        self.tree = tree
+        self.extra = extra or {}
+        self.calls = []
+
+    def __call__(self, argv):
+        self.calls.append(list(argv))
+        key = tuple(argv[:2]) if argv[0] == 'systemctl' else (os.path.basename(argv[0]),)
+        if key in self.extra:
+            return self.extra[key]
+        name = self.NAMES.get(key)
+        base = os.path.join(self.tree, 'commands', name or 'none')
+        if name and os.path.exists(base + '.rc'):
+            with open(base + '.rc') as rc, open(base + '.out') as out:
+                return int(rc.read().strip()), out.read(), ''
+        return None, '', '%s not found' % argv[0]
+
+
+def no_binaries(_name):
+    return None
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """Extract tests/fixtures/node-trees/<name>.tar into a temporary directory; return its path."""
+    def extract(name):
+        dest = os.path.join(str(tmp_path), name)
+        with tarfile.open(os.path.join(TREES, name + '.tar')) as archive:
+            archive.extractall(dest)
+        return dest
+    return extract
+
+
+# ---- captured trees ------------------------------------------------------------------------------
+
+def test_ubuntu2404_test_node_after_open_dkms_build(tree):
+    root = tree('ubuntu2404-node-580-open-dkms')
+    run = Recorded(root)
+    facts = node_facts.gather(root, run, no_binaries, '6.18.44-fc-v669')
+    assert facts['container'] is True
+    assert facts['gpus'] == [] and facts['nvidia_pci_devices'] == [] and facts['pci_source'] == 'sysfs'
+    assert facts['nouveau_loaded'] == 'unknown'          # no /proc/modules in the container
+    assert facts['secure_boot'] == 'unknown' and facts['secure_boot_source'] == 'none'
+    assert facts['installed_kernels'] == ['6.8.0-151-generic']
+    assert facts['kernels'] == [{'version': '6.8.0-151-generic', 'headers': True}]
+    assert facts['kernel_headers_for_running'] is False  # the running kernel is the container host's
+    assert facts['running_kernel_is_host'] is True
+    assert facts['driver_dkms_modules'] == [
+        {'module': 'nvidia', 'version': '580.178.04', 'kernel': '6.8.0-151-generic', 'arch': 'x86_64'}]
+    assert 'nvidia-dkms-580-open 580.178.04-0ubuntu0.24.04.1' in facts['driver_packages']
+    assert facts['driver_install_method'] == 'package'
+    assert facts['rke2']['present'] is False and facts['rke2']['role'] == ''
+
+
+def test_ci_sandbox_without_nvidia(tree):
+    root = tree('debian12-ci-sandbox')
+    facts = node_facts.gather(root, Recorded(root), no_binaries, '6.18.44-fc-v669')
+    assert facts['container'] is True                    # /.dockerenv
+    assert facts['pci_source'] == 'sysfs' and facts['gpus'] == []
+    assert facts['driver_install_method'] == 'none' and facts['driver_packages'] == []
+    assert facts['installed_kernels'] == []
+
+
+def test_only_the_asked_sections_are_read(tree):
+    root = tree('ubuntu2404-node-580-open-dkms')
+    run = Recorded(root)
+    facts = node_facts.gather(root, run, no_binaries, 'x', sections=('pci', 'kernels'))
+    assert 'secure_boot' not in facts and 'driver_packages' not in facts and 'rke2' not in facts
+    assert run.calls == []
+
+
+# ---- GPU trees built from real data --------------------------------------------------------------
+
+def write(root, relative, content, binary=False):
+    path = os.path.join(str(root), relative)
+    if not os.path.isdir(os.path.dirname(path)):
+        os.makedirs(os.path.dirname(path))
+    with open(path, 'wb' if binary else 'w') as handle:
+        handle.write(content)
+
+
+def pci_function(root, address, vendor, device, klass):
+    for name, value in (('vendor', vendor), ('device', device), ('class', klass)):
+        write(root, 'sys/bus/pci/devices/%s/%s' % (address, name), value + '\n')
+
+
+@pytest.fixture
+def h100_host(tmp_path):
+    """An H100 host as the lent machine of 2026-11-22 showed it: 0000:00:06.0, device 0x2330, 580 loaded."""
+    pci_function(tmp_path, '0000:00:00.0', '0x8086', '0x1237', '0x060000')
+    pci_function(tmp_path, '0000:00:06.0', '0x10de', '0x2330', '0x030200')
+    write(tmp_path, 'proc/modules', 'nvidia_uvm 1798144 0 - Live 0x0000000000000000 (POE)\n'
+                                    'nvidia 11485184 2 nvidia_uvm, Live 0x0000000000000000 (POE)\n')
+    write(tmp_path, 'sys/module/nvidia/version', '580.159.04\n')
+    return tmp_path
+
+
+def test_gpu_classified_and_named_from_lspci(h100_host):
+    facts = node_facts.pci(str(h100_host), H100_LSPCI)
+    assert facts['nvidia_pci_devices'] == ['0000:00:06.0']
+    gpu = facts['gpus'][0]
+    assert gpu['device_id'] == '0x2330' and gpu['family'] == 'Hopper' and gpu['generation'] == 'turing-to-ada'
+    assert gpu['name'] == 'NVIDIA Corporation GH100 [H100 SXM5 80GB]'
+    assert gpu['open_supported'] is True and gpu['open_required'] is False
+
+
+def test_loaded_driver_without_proc_banner_falls_back_to_sysfs(h100_host):
+    facts = node_facts.modules(str(h100_host))
+    assert facts == {'nouveau_loaded': False, 'nvidia_loaded_version': '580.159.04', 'nvidia_loaded_flavour': ''}
+
+
+def test_audio_usb_and_nvswitch_functions_are_not_gpus(tmp_path):
+    # A Turing card's four functions (RTX 2080, 0x1E87 as in the real dual-2080 capture) and an NVSwitch.
+    pci_function(tmp_path, '0000:65:00.0', '0x10de', '0x1e87', '0x030000')
+    pci_function(tmp_path, '0000:65:00.1', '0x10de', '0x10f8', '0x040300')   # HD audio
+    pci_function(tmp_path, '0000:65:00.2', '0x10de', '0x1ad8', '0x0c0330')   # USB 3.1 host
+    pci_function(tmp_path, '0000:65:00.3', '0x10de', '0x1ad9', '0x0c8000')   # USB-C UCSI
+    pci_function(tmp_path, '0000:07:00.0', '0x10de', '0x22a3', '0x068000')   # NVSwitch (bridge class)
+    facts = node_facts.pci(str(tmp_path))
+    assert [g['address'] for g in facts['gpus']] == ['0000:65:00.0']
+    assert len(facts['nvidia_pci_devices']) == 5
+
+
+def test_lspci_stands_in_for_missing_sysfs(tmp_path):
+    facts = node_facts.pci(str(tmp_path), H100_LSPCI)
+    assert facts['pci_source'] == 'lspci'
+    assert [g['device_id'] for g in facts['gpus']] == ['0x2330']
+
+
+@pytest.mark.parametrize('banner, version, flavour', [
+    (OPEN_BANNER, '555.58.02', 'open'),
+    (PROPRIETARY_BANNER, '515.76', 'proprietary'),
+    (AARCH64_OPEN_BANNER, '580.65.06', 'open'),
+    ('', '', ''),
+])
+def test_proc_driver_banner(banner, version, flavour):
+    assert node_facts.parse_proc_driver_version(banner) == (version, flavour)
+
+
+def test_nouveau_loaded(tmp_path):
+    write(tmp_path, 'proc/modules', 'nouveau 2359296 0 - Live 0x0000000000000000\nttm 98304 1 nouveau, Live 0x0\n')
+    assert node_facts.modules(str(tmp_path))['nouveau_loaded'] is True
+
+
+# ---- Secure Boot: the EFI variable first, mokutil second -------------------------------------------
+
+@pytest.mark.parametrize('value, state', [(b'\x06\x00\x00\x00\x01', 'enabled'), (b'\x06\x00\x00\x00\x00', 'disabled')])
+def test_secure_boot_from_efivars_before_mokutil(tmp_path, value, state):
+    write(tmp_path, node_facts.EFI_SECURE_BOOT, value, binary=True)
+    run = Recorded(str(tmp_path), {('mokutil',): (0, 'SecureBoot enabled\n', '')})
+    got = node_facts.secure_boot(str(tmp_path), False, run)
+    assert (got['secure_boot'], got['secure_boot_source']) == (state, 'efivars')
+    assert run.calls == []
+
+
+def test_secure_boot_from_mokutil_when_the_variable_is_unreadable(tmp_path):
+    os.makedirs(os.path.join(str(tmp_path), 'sys/firmware/efi'))
+    run = Recorded(str(tmp_path), {('mokutil',): (0, 'SecureBoot enabled\n', '')})
+    got = node_facts.secure_boot(str(tmp_path), False, run)
+    assert (got['secure_boot'], got['secure_boot_source']) == ('enabled', 'mokutil')
+    assert run.calls == [['mokutil', '--sb-state']]
+
+
+@pytest.mark.parametrize('efi, container, state', [
+    (True, False, 'unknown'), (False, True, 'unknown'), (False, False, 'not_uefi')])
+def test_secure_boot_undecided(tmp_path, efi, container, state):
+    if efi:
+        os.makedirs(os.path.join(str(tmp_path), 'sys/firmware/efi'))
+    run = Recorded(str(tmp_path), {('mokutil',): (255, '', 'EFI variables are not supported on this system\n')})
+    assert node_facts.secure_boot(str(tmp_path), container, run)['secure_boot'] == state
+
+
+# ---- kernels ----------------------------------------------------------------------------------------
+
+def test_kernel_without_headers_and_dangling_build_link(tmp_path):
+    write(tmp_path, 'boot/vmlinuz-6.8.0-149-generic', '')
+    write(tmp_path, 'boot/vmlinuz-6.8.0-151-generic', '')
+    write(tmp_path, 'lib/modules/6.8.0-149-generic/build/Makefile', '')
+    os.makedirs(os.path.join(str(tmp_path), 'lib/modules/6.8.0-151-generic'))
+    os.symlink('/nonexistent/headers', os.path.join(str(tmp_path), 'lib/modules/6.8.0-151-generic/build'))
+    got = node_facts.kernels(str(tmp_path), '6.8.0-149-generic')
+    assert got['kernels'] == [{'version': '6.8.0-149-generic', 'headers': True},
+                              {'version': '6.8.0-151-generic', 'headers': False}]
+    assert got['kernel_headers_for_running'] is True
+
+
+def test_image_without_modules_directory_is_not_a_kernel(tmp_path):
+    write(tmp_path, 'boot/vmlinuz-5.15.0-25-generic', '')
+    assert node_facts.kernels(str(tmp_path), 'x')['installed_kernels'] == []
+
+
+# ---- RKE2: which role this node has -------------------------------------------------------------------
+
+@pytest.mark.parametrize('installed, enabled, state, config, role, words', [
+    ([], [], '', {}, '', 'no rke2-server or rke2-agent unit'),
+    (['rke2-agent'], [], '', {}, 'agent', 'only rke2-agent is installed'),
+    (['rke2-server'], ['rke2-server'], '', {}, 'server', 'only rke2-server is installed'),
+    # Defect 1: a tarball install has both units; the agent is enabled but not active yet after a reboot.
+    (['rke2-server', 'rke2-agent'], ['rke2-agent'], '', {'server': 'https://10.0.0.1:9345'}, 'agent',
+     'only rke2-agent is enabled'),
+    (['rke2-server', 'rke2-agent'], ['rke2-server'], '', {}, 'server', 'only rke2-server is enabled'),
+    (['rke2-server', 'rke2-agent'], ['rke2-server', 'rke2-agent'], '', {}, '', 'both rke2-server and rke2-agent are enabled'),
+    (['rke2-server', 'rke2-agent'], [], '/var/lib/rancher/rke2/server/db', {}, 'server', 'has run rke2-server'),
+    (['rke2-server', 'rke2-agent'], [], '', {'tls-san': '[api.example]'}, 'server', 'server-only keys (tls-san)'),
+    (['rke2-server', 'rke2-agent'], [], '', {'server': 'https://10.0.0.1:9345'}, '', 'nothing says which'),
+])
+def test_rke2_role(installed, enabled, state, config, role, words):
+    got_role, reason = node_facts.rke2_role(installed, enabled, state, config)
+    assert got_role == role
+    assert words in reason
+
+
+def test_rke2_tarball_agent_after_reboot(tmp_path):
+    """Both units installed, agent enabled but not active: the role must be agent (defect 1)."""
+    write(tmp_path, 'usr/local/bin/rke2', '')
+    write(tmp_path, 'usr/local/lib/systemd/system/rke2-server.service', '')
+    write(tmp_path, 'usr/local/lib/systemd/system/rke2-agent.service', '')
+    write(tmp_path, 'etc/rancher/rke2/config.yaml', 'server: https://10.0.0.1:9345\ntoken: redacted\n')
+    run = Recorded(str(tmp_path), {
+        ('rke2',): (0, 'rke2 version v1.31.6+rke2r1 (d8cd6e0e7a2a9a6d4d8a5d7c6a7e7c8d9f0e1a2b)\ngo version go1.23.6\n', ''),
+        ('systemctl', 'is-enabled'): (1, 'disabled\nenabled\n', ''),
+    })
+    got = node_facts.rke2(str(tmp_path), run)['rke2']
+    assert got['role'] == 'agent' and got['unit'] == 'rke2-agent'
+    assert got['version'] == 'v1.31.6+rke2r1' and got['version_plain'] == '1.31.6'
+    assert got['units_installed'] == ['rke2-server', 'rke2-agent'] and got['units_enabled'] == ['rke2-agent']
+    assert ['systemctl', 'is-enabled', 'rke2-server', 'rke2-agent'] in run.calls
+
+
+def test_rke2_data_dir_from_config(tmp_path):
+    write(tmp_path, 'usr/local/lib/systemd/system/rke2-server.service', '')
+    write(tmp_path, 'usr/local/lib/systemd/system/rke2-agent.service', '')
+    write(tmp_path, 'etc/rancher/rke2/config.yaml', 'data-dir: /srv/rke2\n')
+    write(tmp_path, 'srv/rke2/server/token', 'redacted')
+    run = Recorded(str(tmp_path), {('systemctl', 'is-enabled'): (1, 'disabled\ndisabled\n', '')})
+    got = node_facts.rke2(str(tmp_path), run)['rke2']
+    assert got['data_dir'] == '/srv/rke2' and got['role'] == 'server'
+
+
+# ---- versions -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('line, version', [
+    ('containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3', '1.6.20'),
+    ('containerd github.com/containerd/containerd/v2 2.2.1 ', '2.2.1'),
+    ('containerd containerd.io v2.0.2 c507a0257ea6462fbd6f5ba4f5c74facb04021f4', '2.0.2'),
+    ('Docker version 28.2.2, build e6534b4', '28.2.2'),
+    ('runc version 1.1.5+ds1', '1.1.5'),
+    ('no version here', ''),
+])
+def test_parse_version(line, version):
+    assert node_facts.parse_version(line) == version
+
+
+def test_lspci_parse():
+    rows = node_facts.parse_lspci(H100_LSPCI + '0000:00:00.0 Host bridge [0600]: Intel Corporation 440FX [8086:1237] (rev 02)\n')
+    assert rows[0] == {'address': '0000:00:06.0', 'class': '0x0302', 'vendor': '0x10de', 'device': '0x2330',
+                       'name': 'NVIDIA Corporation GH100 [H100 SXM5 80GB]'}
+    assert rows[1]['vendor'] == '0x8086'

@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""baremetal.gpu.gpu_node_facts main(): read-only, exact commands under a C locale, the subset honoured.
+
+The node's files are this test machine's own (the readers are tested on captured trees in
+tests/unit/plugins/module_utils/test_node_facts.py); here run_command and the binary lookup are
+mocked so the commands the module runs can be asserted exactly.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible.module_utils import basic
+
+from ansible_collections.baremetal.gpu.plugins.modules import gpu_node_facts
+from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
+    AnsibleExitJson,
+    AnsibleFailJson,
+    exit_json,
+    fail_json,
+    set_module_args,
+)
+
+H100_LSPCI = '0000:00:06.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330] (rev a1)\n'
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    recorded = []
+
+    def run_command(module, args, **kwargs):
+        recorded.append((list(args), kwargs.get('environ_update')))
+        if args[0].endswith('lspci'):
+            return 0, H100_LSPCI, ''
+        return 1, '', ''
+
+    def get_bin_path(module, name, required=False, opt_dirs=None):
+        return None if name in ('nvidia-smi', 'docker', 'crio', 'podman', 'crun', 'nvidia-ctk',
+                                'nvidia-container-runtime') else '/usr/bin/' + name
+
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', get_bin_path)
+    return recorded
+
+
+def run_module(args):
+    with set_module_args(args):
+        with pytest.raises(AnsibleExitJson) as result:
+            gpu_node_facts.main()
+    return result.value.result
+
+
+def test_pci_subset_runs_only_lspci(calls):
+    result = run_module({'gather_subset': ['pci']})
+    assert result['changed'] is False
+    assert calls == [(['/usr/bin/lspci', '-Dnn', '-d', '10de:'], {'LC_ALL': 'C', 'LANG': 'C'})]
+    facts = result['ansible_facts']['gpu_node']
+    assert set(facts) == {'container', 'gpus', 'nvidia_pci_devices', 'nvidia_pci_functions', 'pci_source'}
+
+
+def test_all_sections_run_only_read_only_commands(calls):
+    result = run_module({})
+    facts = result['ansible_facts']['gpu_node']
+    for key in ('gpus', 'nouveau_loaded', 'secure_boot', 'installed_kernels', 'driver_packages',
+                'container_runtimes', 'rke2', 'dkms_disk_free_mb'):
+        assert key in facts
+    read_only = {('lspci', '-Dnn'), ('mokutil', '--sb-state'), ('dpkg-query', '-W'), ('rpm', '-qa'),
+                 ('containerd', '--version'), ('containerd', 'version'), ('runc', '--version'), ('runc', 'version')}
+    for argv, environ in calls:
+        assert (argv[0].rsplit('/', 1)[-1], argv[1]) in read_only, argv
+        assert environ == {'LC_ALL': 'C', 'LANG': 'C'}
+
+
+def test_check_mode_reads_too(calls):
+    result = run_module({'gather_subset': ['pci'], '_ansible_check_mode': True})
+    assert result['ansible_facts']['gpu_node']['pci_source'] in ('sysfs', 'lspci', 'none')
+    assert calls
+
+
+def test_unknown_subset_refused(calls):
+    with set_module_args({'gather_subset': ['gpus']}):
+        with pytest.raises(AnsibleFailJson) as result:
+            gpu_node_facts.main()
+    assert 'gather_subset' in result.value.result['msg']
