@@ -23,6 +23,8 @@ description:
     V(os_matrix), the rows of that matrix (name, codename, family, whether a test node runs it).
   - V(architectures), the CPU architectures the host layer supports.
   - V(driver_support), NVIDIA's driver branch support table with its source and date.
+  - V(dcgm_exporter), what must agree with the pinned dcgm-exporter release (its chart version, the label that
+    carries the node name), shared by the dcgm_exporter and kube_prometheus roles and the verification.
 author:
   - baremetal.gpu maintainers (@baremetal-gpu)
 options:
@@ -31,7 +33,7 @@ options:
     required: true
     type: list
     elements: str
-    choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support]
+    choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support, dcgm_exporter]
 seealso:
   - plugin: baremetal.gpu.driver_branch_status
     plugin_type: filter
@@ -54,7 +56,7 @@ RETURN = r"""
 _raw:
   description:
     - One entry per term. V(supported_os), V(os_matrix) and V(architectures) are lists; with C(query())
-      their items are returned as the list. V(driver_support) is a dictionary.
+      their items are returned as the list. V(driver_support) and V(dcgm_exporter) are dictionaries.
   type: raw
 """
 
@@ -78,6 +80,7 @@ DATA = {
     'os_matrix': lambda variables, templar: [dict(row) for row in support.OS_MATRIX],
     'architectures': lambda variables, templar: list(support.ARCHITECTURES),
     'driver_support': lambda variables, templar: dict(support.DRIVER_SUPPORT),
+    'dcgm_exporter': lambda variables, templar: dict(support.DCGM_EXPORTER),
 }
 
 

@@ -55,6 +55,17 @@ def runtime_class_name(override=None):
 
 
 # --------------------------------------------------------------------------------------------
+# dcgm-exporter: what changes between exporter releases and must agree across the dcgm_exporter
+# chart pin, the Grafana dashboard revision, the GPU alerts and the verify role's Prometheus
+# query (FIELD.md A.1: 4.8.3 renamed the label Hostname to hostname; 4.9.0 renames fields and units).
+DCGM_EXPORTER = {
+    'chart_version': '4.8.2',
+    # The label that carries the node's name on every DCGM series of this exporter.
+    'node_label': 'Hostname',
+}
+
+
+# --------------------------------------------------------------------------------------------
 # Operating systems of the host layer (nvidia_driver, container_toolkit, rke2_nvidia_runtime)
 # and of preflight. "key" is "<ansible_facts.distribution>-<distribution_major_version>".
 # tested: a test node of this OS runs every host-role scenario in `make test` (test_node is its
