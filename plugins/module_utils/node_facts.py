@@ -225,6 +225,27 @@ def packages(run):
     return sorted(found)
 
 
+DRIVER_VERSION_RE = re.compile(r'^(?:[0-9]+:)?([0-9]{3})\.([0-9]+)(?:\.([0-9]+))?')
+
+
+def installed_driver_versions(pkgs):
+    """Driver versions the installed packages carry (['580.178.04']), from 'name version' strings.
+
+    Only packages whose own version is a driver version count (nvidia-kernel-common-580 580.178.04-...,
+    nvidia-driver 550.163.01-2, kmod-nvidia-latest-dkms 3:580.95.05-1...); Canonical's prebuilt module
+    packages carry the kernel's version (6.8.0-149.149) and are left out.
+    """
+    found = set()
+    for entry in pkgs:
+        parts = entry.split()
+        if len(parts) < 2 or parts[0].startswith('linux-modules-nvidia-'):
+            continue
+        match = DRIVER_VERSION_RE.match(parts[1])
+        if match:
+            found.add('.'.join(g for g in match.groups() if g is not None))
+    return sorted(found)
+
+
 def dkms_modules(root):
     """DKMS builds of NVIDIA modules in /var/lib/dkms: module, version, kernel, arch."""
     built = []
@@ -249,8 +270,10 @@ def driver(root, run, which):
         method = 'unknown'
     else:
         method = 'none'
+    versions = installed_driver_versions(pkgs)
     return {'driver_install_method': method, 'driver_packages': pkgs, 'driver_dkms_modules': dkms_modules(root),
-            'driver_nvidia_smi': smi}
+            'driver_nvidia_smi': smi, 'driver_installed_versions': versions,
+            'driver_installed_branches': sorted(set(v.split('.', 1)[0] for v in versions))}
 
 
 # ---- container runtimes ----------------------------------------------------------------------------

@@ -172,6 +172,16 @@ ansible_facts:
           type: list
           elements: str
           sample: ["nvidia-dkms-580-open 580.178.04-0ubuntu0.24.04.1"]
+        driver_installed_versions:
+          description: Driver versions the installed packages carry (not the kernel versions of prebuilt module packages).
+          type: list
+          elements: str
+          sample: ["580.178.04"]
+        driver_installed_branches:
+          description: The branches of RV(ansible_facts.gpu_node.driver_installed_versions).
+          type: list
+          elements: str
+          sample: ["580"]
         driver_dkms_modules:
           description: DKMS builds of NVIDIA modules (module, version, kernel, arch).
           type: list

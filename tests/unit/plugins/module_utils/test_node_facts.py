@@ -86,6 +86,7 @@ def test_ubuntu2404_test_node_after_open_dkms_build(tree):
         {'module': 'nvidia', 'version': '580.178.04', 'kernel': '6.8.0-151-generic', 'arch': 'x86_64'}]
     assert 'nvidia-dkms-580-open 580.178.04-0ubuntu0.24.04.1' in facts['driver_packages']
     assert facts['driver_install_method'] == 'package'
+    assert facts['driver_installed_versions'] == ['580.178.04'] and facts['driver_installed_branches'] == ['580']
     assert facts['rke2']['present'] is False and facts['rke2']['role'] == ''
 
 
@@ -293,3 +294,16 @@ def test_lspci_parse():
     assert rows[0] == {'address': '0000:00:06.0', 'class': '0x0302', 'vendor': '0x10de', 'device': '0x2330',
                        'name': 'NVIDIA Corporation GH100 [H100 SXM5 80GB]'}
     assert rows[1]['vendor'] == '0x8086'
+
+
+@pytest.mark.parametrize('packages, versions', [
+    (['nvidia-kernel-common-580 580.178.04-0ubuntu0.24.04.1', 'linux-modules-nvidia-580-open-6.8.0-149-generic 6.8.0-149.149'],
+     ['580.178.04']),
+    (['nvidia-driver 550.163.01-2', 'nvidia-kernel-dkms 550.163.01-2', 'firmware-nvidia-gsp 550.163.01-2'], ['550.163.01']),
+    (['kmod-nvidia-latest-dkms 3:580.95.05-1.el9'], ['580.95.05']),
+    (['nvidia-driver-580 580.178.04-0ubuntu0.24.04.1', 'nvidia-dkms-595-open 595.99.02-0ubuntu0.24.04.1'],
+     ['580.178.04', '595.99.02']),
+    ([], []),
+])
+def test_installed_driver_versions(packages, versions):
+    assert node_facts.installed_driver_versions(packages) == versions

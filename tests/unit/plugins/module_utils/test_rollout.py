@@ -1,0 +1,129 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Rollout planning and GPU pod selection (plugins/module_utils/rollout.py).
+
+Nodes are the recorded RKE2 node of tests/fixtures/k8s-nodes (SOURCE.md there), copied and changed
+per case (unschedulable, labels). No recorded Pod list was at hand: the pods are written here from
+the Pod API and each is validated against the Kubernetes 1.31 Pod schema (kubernetes-validate).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import json
+import os
+
+import pytest
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import rollout
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'k8s-nodes')
+with open(os.path.join(FIXTURES, 'edgexr__rke2-vgpu-A16-4Q-nodes.json')) as handle:
+    NORI = json.load(handle)['items'][0]
+
+
+def node(name, unschedulable=False, labels=None):
+    out = copy.deepcopy(NORI)
+    out['metadata']['name'] = name
+    out['metadata']['labels'].update(labels or {})
+    if unschedulable:
+        out['spec']['unschedulable'] = True
+    return out
+
+
+HOSTS = ['gpu-a', 'gpu-b', 'gpu-c', 'gpu-d']
+
+
+@pytest.mark.parametrize('value, total, expected', [
+    (1, 4, 1), ('2', 4, 2), ('25%', 4, 1), ('50%', 4, 2), ('100%', 4, 4), ('10%', 4, 1), ('25%', 100, 25),
+])
+def test_parse_count(value, total, expected):
+    assert rollout.parse_count(value, total, 'upgrade_batch_size') == expected
+
+
+@pytest.mark.parametrize('value, words', [
+    (0, 'at least 1'), ('0', 'at least 1'), ('-1', 'number of nodes or a percentage'), ('0%', 'between 1% and 100%'),
+    ('101%', 'between 1% and 100%'), ('half', 'number of nodes or a percentage'), ('', 'number of nodes'),
+])
+def test_parse_count_refusals(value, words):
+    with pytest.raises(ValueError) as err:
+        rollout.parse_count(value, 4, 'upgrade_batch_size')
+    assert 'upgrade_batch_size' in str(err.value) and words in str(err.value)
+
+
+def test_plan_counts_nodes_already_out():
+    nodes = {'gpu-a': node('gpu-a'), 'gpu-b': node('gpu-b', unschedulable=True), 'gpu-c': node('gpu-c'), 'gpu-d': None}
+    got = rollout.plan(2, 2, HOSTS, nodes, {h: '580' for h in HOSTS}, '595')
+    assert got['serial'] == 1 and got['already_unavailable'] == ['gpu-b']
+    assert got['pending'] == HOSTS and got['noop'] is False
+    assert 'minus 1 already unschedulable' in got['reason']
+
+
+def test_plan_resumes_its_own_cordon():
+    nodes = {'gpu-a': node('gpu-a', unschedulable=True, labels={rollout.STATE_LABEL: 'upgrading'})}
+    got = rollout.plan(1, 1, ['gpu-a', 'gpu-b'], nodes, {'gpu-a': '580', 'gpu-b': '580'}, '595')
+    assert got['serial'] == 1 and got['already_unavailable'] == []
+
+
+def test_plan_skip_label_and_done_nodes():
+    nodes = {'gpu-a': node('gpu-a', labels={rollout.SKIP_LABEL: 'true'}),
+             'gpu-b': node('gpu-b', labels={rollout.STATE_LABEL: 'done'}), 'gpu-c': node('gpu-c')}
+    # gpu-b says done, but from an earlier rollout: it still has 580, so it is pending.
+    got = rollout.plan(1, '25%', ['gpu-a', 'gpu-b', 'gpu-c'], nodes, {'gpu-a': '580', 'gpu-b': '580', 'gpu-c': '595'}, '595')
+    assert got['skip'] == ['gpu-a'] and got['done'] == ['gpu-c'] and got['pending'] == ['gpu-b']
+
+
+def test_plan_noop_when_every_node_has_the_branch():
+    got = rollout.plan(1, 1, HOSTS, {}, {h: '595' for h in HOSTS}, '595')
+    assert got['noop'] is True and got['serial'] == 0 and 'already installed on gpu-a, gpu-b' in got['reason']
+
+
+def test_plan_refuses_when_no_room():
+    nodes = {'gpu-a': node('gpu-a', unschedulable=True), 'gpu-b': node('gpu-b', unschedulable=True)}
+    with pytest.raises(ValueError) as err:
+        rollout.plan(1, '50%', HOSTS, nodes, {}, '595')
+    assert 'upgrade_max_unavailable allows 2' in str(err.value) and 'gpu-a, gpu-b' in str(err.value)
+
+
+def pod(name, namespace='default', resources=None, phase='Running', owner=None, labels=None, init=False):
+    container = {'name': 'main', 'image': 'registry.example/app:1'}
+    if resources:
+        container['resources'] = resources
+    spec = {'nodeName': 'gpu-a', 'containers': [{'name': 'side', 'image': 'registry.example/side:1'}]}
+    if init:
+        spec['initContainers'] = [container]
+    else:
+        spec['containers'].insert(0, container)
+    meta = {'name': name, 'namespace': namespace, 'labels': labels or {}}
+    if owner:
+        meta['ownerReferences'] = [{'apiVersion': 'apps/v1', 'kind': owner[0], 'name': owner[1], 'uid': '1', 'controller': True}]
+    return {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': meta, 'spec': spec, 'status': {'phase': phase}}
+
+
+PODS = [
+    pod('train-0', 'ml', {'limits': {'nvidia.com/gpu': '2'}}, labels={'app': 'train'}, owner=('StatefulSet', 'train')),
+    pod('mig-job', 'ml', {'limits': {'nvidia.com/mig-1g.10gb': '1'}}),
+    pod('shared', 'ml', {'requests': {'nvidia.com/gpu.shared': '1'}, 'limits': {'nvidia.com/gpu.shared': '1'}}),
+    pod('init-gpu', 'ml', {'limits': {'nvidia.com/gpu': '1'}}, init=True),
+    pod('done-job', 'ml', {'limits': {'nvidia.com/gpu': '1'}}, phase='Succeeded'),
+    pod('web', 'default', {'limits': {'cpu': '1'}}),
+    pod('nvidia-dcgm-exporter-x', 'nvidia-dcgm', None, owner=('DaemonSet', 'dcgm-exporter')),
+]
+
+
+def test_pods_are_valid_kubernetes_objects():
+    kubernetes_validate = pytest.importorskip('kubernetes_validate')
+    for item in PODS:
+        kubernetes_validate.validate(item, '1.31.0', strict=True)
+
+
+def test_gpu_pods():
+    got = rollout.gpu_pods(PODS)
+    assert [(p['namespace'], p['name']) for p in got] == [('ml', 'init-gpu'), ('ml', 'mig-job'), ('ml', 'shared'), ('ml', 'train-0')]
+    assert got[-1] == {'namespace': 'ml', 'name': 'train-0', 'resources': ['nvidia.com/gpu'], 'owner': 'StatefulSet/train'}
+
+
+def test_gpu_pods_with_selector():
+    assert [p['name'] for p in rollout.gpu_pods(PODS, {'app': 'train'})] == ['train-0']
