@@ -106,7 +106,8 @@ def gpu_pods(pods, selector_labels=None):
 
     ``pods`` is a list of Pod objects (or a PodList's items); finished pods (Succeeded, Failed) are left
     out. With ``selector_labels`` (a dict), only pods carrying all those labels. Returns
-    [{namespace, name, resources, owner}] sorted by namespace and name.
+    [{namespace, name, resources, owner, empty_dir}] sorted by namespace and name (empty_dir: the pod has an
+    emptyDir volume, whose data is lost when the pod is deleted).
     """
     out = []
     for pod in pods or []:
@@ -125,5 +126,6 @@ def gpu_pods(pods, selector_labels=None):
         owners = meta.get('ownerReferences') or []
         out.append({'namespace': meta.get('namespace'), 'name': meta.get('name'),
                     'resources': sorted(set(resources)),
-                    'owner': ('%s/%s' % (owners[0].get('kind'), owners[0].get('name'))) if owners else ''})
+                    'owner': ('%s/%s' % (owners[0].get('kind'), owners[0].get('name'))) if owners else '',
+                    'empty_dir': any('emptyDir' in (v or {}) for v in spec.get('volumes') or [])})
     return sorted(out, key=lambda p: (p['namespace'] or '', p['name'] or ''))

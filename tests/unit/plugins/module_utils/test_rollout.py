@@ -113,6 +113,9 @@ PODS = [
 ]
 
 
+PODS[0]['spec']['volumes'] = [{'name': 'scratch', 'emptyDir': {}}]
+
+
 def test_pods_are_valid_kubernetes_objects():
     kubernetes_validate = pytest.importorskip('kubernetes_validate')
     for item in PODS:
@@ -122,7 +125,9 @@ def test_pods_are_valid_kubernetes_objects():
 def test_gpu_pods():
     got = rollout.gpu_pods(PODS)
     assert [(p['namespace'], p['name']) for p in got] == [('ml', 'init-gpu'), ('ml', 'mig-job'), ('ml', 'shared'), ('ml', 'train-0')]
-    assert got[-1] == {'namespace': 'ml', 'name': 'train-0', 'resources': ['nvidia.com/gpu'], 'owner': 'StatefulSet/train'}
+    assert got[-1] == {'namespace': 'ml', 'name': 'train-0', 'resources': ['nvidia.com/gpu'], 'owner': 'StatefulSet/train',
+                       'empty_dir': True}
+    assert [p['name'] for p in got if p['empty_dir']] == ['train-0']
 
 
 def test_gpu_pods_with_selector():

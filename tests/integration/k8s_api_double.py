@@ -1,0 +1,223 @@
+"""A stateful Kubernetes API double on 127.0.0.1, for the cluster steps of the day-2 playbooks.
+
+No Kubernetes API can run here. This double answers, from Node objects recorded from a real RKE2
+cluster (tests/fixtures/k8s-nodes) and Pod objects written in the tests, the requests that
+kubernetes.core's modules (k8s_info, k8s, k8s_drain) and baremetal.gpu.gpu_node_capacity make:
+
+- discovery: GET /version, /api, /apis, /api/v1 (the core group's resource list, written from the
+  Kubernetes API reference: nodes, pods, pods/eviction);
+- GET and PATCH /api/v1/nodes[/<name>] (strategic merge patch of plain maps: a null deletes a key;
+  applied to the stored Node, as the API server would for the fields these playbooks touch);
+- GET /api/v1/pods?fieldSelector=spec.nodeName=<n>&labelSelector=..., GET and DELETE
+  /api/v1/namespaces/<ns>/pods/<name>, POST .../pods/<name>/eviction (the pod is gone afterwards).
+
+Every request is kept (method, path, body) so the tests can assert what was asked, and in which order.
+Status bodies follow the API conventions (metav1.Status).
+"""
+import copy
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from urllib.parse import parse_qs, unquote, urlparse
+
+CORE_RESOURCES = {
+    'kind': 'APIResourceList', 'apiVersion': 'v1', 'groupVersion': 'v1',
+    'resources': [
+        {'name': 'nodes', 'singularName': 'node', 'namespaced': False, 'kind': 'Node',
+         'verbs': ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'], 'shortNames': ['no']},
+        {'name': 'nodes/status', 'singularName': '', 'namespaced': False, 'kind': 'Node', 'verbs': ['get', 'patch', 'update']},
+        {'name': 'pods', 'singularName': 'pod', 'namespaced': True, 'kind': 'Pod',
+         'verbs': ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'], 'shortNames': ['po']},
+        {'name': 'pods/eviction', 'singularName': '', 'namespaced': True, 'group': 'policy', 'version': 'v1',
+         'kind': 'Eviction', 'verbs': ['create']},
+    ],
+}
+
+
+def status(code, reason, message, details=None):
+    body = {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Success' if code < 300 else 'Failure',
+            'message': message, 'reason': reason, 'code': code}
+    if details:
+        body['details'] = details
+    return body
+
+
+def merge_patch(target, patch):
+    """Apply a merge patch of maps (null deletes); lists are replaced, as for these fields."""
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
+            merge_patch(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+    return target
+
+
+def selector_matches(selector, labels):
+    for term in [t.strip() for t in (selector or '').split(',') if t.strip()]:
+        if '!=' in term:
+            key, value = term.split('!=', 1)
+            if labels.get(key.strip()) == value.strip():
+                return False
+        elif '=' in term:
+            key, value = term.replace('==', '=').split('=', 1)
+            if labels.get(key.strip()) != value.strip():
+                return False
+        elif term.startswith('!'):
+            if term[1:] in labels:
+                return False
+        elif term not in labels:
+            return False
+    return True
+
+
+class ApiDouble(object):
+    def __init__(self, token='test-token', version='v1.31.6+rke2r1'):
+        self.token = token
+        self.version = version
+        self.nodes = {}
+        self.pods = {}          # (namespace, name) -> Pod
+        self.requests = []      # (method, path, body or None)
+        self.lock = threading.Lock()
+        self.httpd = HTTPServer(('127.0.0.1', 0), self._handler())
+        self.url = 'http://127.0.0.1:%d' % self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={'poll_interval': 0.05})
+        self.thread.daemon = True
+
+    def add_node(self, node):
+        self.nodes[node['metadata']['name']] = copy.deepcopy(node)
+
+    def add_pod(self, pod):
+        self.pods[(pod['metadata']['namespace'], pod['metadata']['name'])] = copy.deepcopy(pod)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def calls(self, method=None):
+        """The requests made, without discovery, as 'METHOD path' strings (bodies in self.requests)."""
+        return ['%s %s' % (m, p) for m, p, _b in self.requests
+                if (method is None or m == method) and not p.startswith(('/version', '/api?', '/apis'))
+                and p not in ('/api', '/api/v1')]
+
+    def _handler(self):
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, code, body):
+                data = json.dumps(body).encode('utf-8')
+                self.send_response(code)
+                self.send_header('Content-Type', 'application/json')
+                self.send_header('Content-Length', str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _body(self):
+                length = int(self.headers.get('Content-Length') or 0)
+                return json.loads(self.rfile.read(length) or b'null') if length else None
+
+            def _route(self, method):
+                url = urlparse(self.path)
+                path = unquote(url.path)
+                query = parse_qs(url.query)
+                body = self._body() if method in ('PATCH', 'POST', 'PUT', 'DELETE') else None
+                with double.lock:
+                    double.requests.append((method, self.path, body))
+                    if self.headers.get('Authorization') != 'Bearer %s' % double.token:
+                        return self._send(401, status(401, 'Unauthorized', 'Unauthorized'))
+                    return self._dispatch(method, path, query, body)
+
+            def _dispatch(self, method, path, query, body):
+                parts = [p for p in path.split('/') if p]
+                if path == '/version':
+                    major, minor = double.version.lstrip('v').split('.')[:2]
+                    return self._send(200, {'major': major, 'minor': minor, 'gitVersion': double.version})
+                if path == '/api':
+                    return self._send(200, {'kind': 'APIVersions', 'versions': ['v1'], 'serverAddressByClientCIDRs': []})
+                if path == '/apis':
+                    return self._send(200, {'kind': 'APIGroupList', 'apiVersion': 'v1', 'groups': []})
+                if path == '/api/v1':
+                    return self._send(200, CORE_RESOURCES)
+                if parts[:3] == ['api', 'v1', 'nodes']:
+                    return self._nodes(method, parts[3] if len(parts) > 3 else None, query, body)
+                if parts == ['api', 'v1', 'pods'] and method == 'GET':
+                    return self._list_pods(query)
+                if parts[:3] == ['api', 'v1', 'namespaces'] and len(parts) >= 6 and parts[4] == 'pods':
+                    return self._pod(method, parts[3], parts[5], parts[6] if len(parts) > 6 else None)
+                return self._send(404, status(404, 'NotFound', 'the server could not find the requested resource'))
+
+            def _nodes(self, method, name, query, body):
+                if name is None:
+                    selector = query.get('labelSelector', [''])[0]
+                    items = [n for _k, n in sorted(double.nodes.items())
+                             if selector_matches(selector, n['metadata'].get('labels') or {})]
+                    return self._send(200, {'kind': 'NodeList', 'apiVersion': 'v1', 'metadata': {'resourceVersion': '1'},
+                                            'items': items})
+                node = double.nodes.get(name)
+                if node is None:
+                    return self._send(404, status(404, 'NotFound', 'nodes "%s" not found' % name,
+                                                  {'name': name, 'kind': 'nodes'}))
+                if method == 'PATCH':
+                    patch = dict(body or {})
+                    patch.pop('kind', None)
+                    patch.pop('apiVersion', None)
+                    merge_patch(node, patch)
+                return self._send(200, node)
+
+            def _list_pods(self, query):
+                field = query.get('fieldSelector', [''])[0]
+                selector = query.get('labelSelector', [''])[0]
+                on_node = field.split('=', 1)[1] if field.startswith('spec.nodeName=') else None
+                items = [p for _k, p in sorted(double.pods.items())
+                         if (on_node is None or p['spec'].get('nodeName') == on_node)
+                         and selector_matches(selector, p['metadata'].get('labels') or {})]
+                return self._send(200, {'kind': 'PodList', 'apiVersion': 'v1', 'metadata': {'resourceVersion': '1'},
+                                        'items': items})
+
+            def _pod(self, method, namespace, name, sub):
+                key = (namespace, name)
+                pod = double.pods.get(key)
+                if pod is None:
+                    return self._send(404, status(404, 'NotFound', 'pods "%s" not found' % name,
+                                                  {'name': name, 'kind': 'pods'}))
+                if sub == 'eviction' and method == 'POST':
+                    del double.pods[key]
+                    return self._send(201, status(201, '', ''))
+                if method == 'DELETE':
+                    del double.pods[key]
+                    return self._send(200, pod)
+                return self._send(200, pod)
+
+            def do_GET(self):
+                self._route('GET')
+
+            def do_PATCH(self):
+                self._route('PATCH')
+
+            def do_POST(self):
+                self._route('POST')
+
+            def do_DELETE(self):
+                self._route('DELETE')
+
+        return Handler
+
+
+def write_kubeconfig(path, server_url, token):
+    config = {
+        'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'double', 'preferences': {},
+        'clusters': [{'name': 'double', 'cluster': {'server': server_url}}],
+        'users': [{'name': 'double-user', 'user': {'token': token}}],
+        'contexts': [{'name': 'double', 'context': {'cluster': 'double', 'user': 'double-user'}}],
+    }
+    with open(str(path), 'w') as handle:
+        json.dump(config, handle)
+    return str(path)

@@ -1,0 +1,201 @@
+"""The cluster steps of the driver upgrade (roles/upgrade: enter, leave, failed) against an API double.
+
+No Kubernetes API runs here: no node was really cordoned or drained by these tests. The double
+(k8s_api_double.py) serves the Node recorded from a real RKE2 cluster (tests/fixtures/k8s-nodes:
+node "nori", nvidia.com/gpu 1) and pods written here (each validated against the Kubernetes Pod
+schema), keeps the changes the requests make, and records every request. The role's tasks run for
+real through kubernetes.core (k8s_info, k8s, k8s_drain) and baremetal.gpu.gpu_node_capacity; the
+tests assert the node's resulting state and the requests, in order.
+"""
+import copy
+import json
+import os
+import subprocess
+
+import pytest
+import yaml
+
+from conftest import ROOT, ansible_env
+from k8s_api_double import ApiDouble, write_kubeconfig
+
+TOKEN = 'double-token'
+with open(os.path.join(ROOT, 'tests', 'fixtures', 'k8s-nodes', 'edgexr__rke2-vgpu-A16-4Q-nodes.json')) as handle:
+    NORI = json.load(handle)['items'][0]
+STATE = 'baremetal.gpu/driver-upgrade'
+INITIAL = 'baremetal.gpu/driver-upgrade.initially-unschedulable'
+CAPACITY = 'baremetal.gpu/driver-upgrade.capacity-before'
+REASON = 'baremetal.gpu/driver-upgrade.reason'
+
+PLAY = """---
+- name: Upgrade role, cluster steps
+  hosts: gpu-a
+  gather_facts: false
+  tasks:
+%s
+"""
+STEP = """    - name: Step {step}
+      ansible.builtin.include_role:
+        name: baremetal.gpu.upgrade
+        tasks_from: {step}
+"""
+RESCUE = """    - name: A failing upgrade, rescued as main.yml does
+      block:
+        - name: Fail like a change that went wrong
+          ansible.builtin.fail:
+            msg: apt cannot install nvidia-driver-599
+      rescue:
+        - name: Step failed
+          ansible.builtin.include_role:
+            name: baremetal.gpu.upgrade
+            tasks_from: failed
+"""
+
+
+def pod(name, namespace, resources=None, owner=None, empty_dir=False, phase='Running'):
+    container = {'name': 'main', 'image': 'registry.example/app:1'}
+    if resources:
+        container['resources'] = {'limits': resources}
+    spec = {'nodeName': 'nori', 'containers': [container]}
+    if empty_dir:
+        spec['volumes'] = [{'name': 'scratch', 'emptyDir': {}}]
+    meta = {'name': name, 'namespace': namespace, 'labels': {'app': name}}
+    if owner:
+        meta['ownerReferences'] = [{'apiVersion': 'apps/v1', 'kind': owner[0], 'name': owner[1], 'uid': '1',
+                                    'controller': True}]
+    return {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': meta, 'spec': spec, 'status': {'phase': phase}}
+
+
+TRAIN = pod('train-0', 'ml', {'nvidia.com/gpu': '1'}, owner=('StatefulSet', 'train'))
+SCRATCH = pod('scratch-job', 'ml', {'nvidia.com/gpu': '1'}, owner=('Job', 'scratch'), empty_dir=True)
+DCGM = pod('dcgm-exporter-x', 'nvidia-dcgm', None, owner=('DaemonSet', 'dcgm-exporter'))
+WEB = pod('web-0', 'default', {'cpu': '1'}, owner=('ReplicaSet', 'web'))
+
+
+def test_pods_are_valid_kubernetes_objects():
+    kubernetes_validate = pytest.importorskip('kubernetes_validate')
+    for item in (TRAIN, SCRATCH, DCGM, WEB):
+        kubernetes_validate.validate(item, '1.31.0', strict=True)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    double = ApiDouble(token=TOKEN).start()
+    double.kubeconfig = write_kubeconfig(tmp_path / 'kubeconfig', double.url, TOKEN)
+    yield double
+    double.stop()
+
+
+def run(tmp_path, cluster, steps, extra=None):
+    inventory = {'all': {
+        'hosts': {'gpu-a': {'ansible_connection': 'local', 'baremetal_gpu_node_name': 'nori'}},
+        'children': {'baremetal_gpu_cluster_api': {'hosts': {'localhost': {'ansible_connection': 'local'}}}}}}
+    variables = {'upgrade_driver_branch': '595', 'upgrade_kubeconfig': cluster.kubeconfig,
+                 'upgrade_capacity_timeout': 5, 'upgrade_node_ready_timeout': 10, 'upgrade_gpu_pod_deletion_timeout': 10,
+                 'upgrade_drain_timeout': 10}
+    variables.update(extra or {})
+    (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
+    (tmp_path / 'vars.yml').write_text(yaml.safe_dump(variables))
+    body = ''.join(RESCUE if s == 'failed' else STEP.format(step=s) for s in steps)
+    (tmp_path / 'play.yml').write_text(PLAY % body)
+    cmd = ['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'), str(tmp_path / 'play.yml'),
+           '-e', '@' + str(tmp_path / 'vars.yml')]
+    return subprocess.run(cmd, capture_output=True, text=True, env=ansible_env(), timeout=300, check=False)
+
+
+def node(cluster):
+    return cluster.nodes['nori']
+
+
+def test_enter_then_leave(tmp_path, cluster):
+    cluster.add_node(NORI)
+    for item in (TRAIN, SCRATCH, DCGM, WEB):
+        cluster.add_pod(item)
+    res = run(tmp_path, cluster, ['enter'], {'upgrade_gpu_pod_deletion_delete_emptydir': True})
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    meta = node(cluster)['metadata']
+    assert meta['labels'][STATE] == 'upgrading'
+    assert meta['annotations'][INITIAL] == 'false' and meta['annotations'][CAPACITY] == '1'
+    assert node(cluster)['spec']['unschedulable'] is True
+    # Only the two GPU pods were deleted; the DaemonSet pod and the CPU pod stay (no drain by default).
+    assert sorted(cluster.pods) == [('default', 'web-0'), ('nvidia-dcgm', 'dcgm-exporter-x')]
+    deletes = cluster.calls('DELETE')
+    assert deletes == ['DELETE /api/v1/namespaces/ml/pods/scratch-job', 'DELETE /api/v1/namespaces/ml/pods/train-0']
+    patches = [c for c in cluster.calls() if c.startswith('PATCH')]
+    assert patches[0] == 'PATCH /api/v1/nodes/nori'
+    # The label went on before the cordon, the cordon before any pod was touched.
+    calls = cluster.calls()
+    first_delete = calls.index(deletes[0])
+    label_patch = [b for m, p, b in cluster.requests if m == 'PATCH' and STATE in json.dumps(b)][0]
+    cordon_index = [i for i, (m, p, b) in enumerate(cluster.requests) if m == 'PATCH' and b == {'spec': {'unschedulable': True}}][0]
+    assert label_patch['metadata']['labels'][STATE] == 'upgrading'
+    assert cordon_index < [i for i, (m, p, b) in enumerate(cluster.requests) if m == 'DELETE'][0]
+    assert first_delete > 0
+
+    res = run(tmp_path, cluster, ['enter', 'leave'], {'upgrade_gpu_pod_deletion_delete_emptydir': True})
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    meta = node(cluster)['metadata']
+    assert meta['labels'][STATE] == 'done'
+    assert INITIAL not in meta['annotations'] and CAPACITY not in meta['annotations'] and REASON not in meta['annotations']
+    assert node(cluster)['spec'].get('unschedulable') in (None, False)
+
+
+def test_node_cordoned_before_stays_cordoned(tmp_path, cluster):
+    cordoned = copy.deepcopy(NORI)
+    cordoned['spec']['unschedulable'] = True
+    cluster.add_node(cordoned)
+    res = run(tmp_path, cluster, ['enter', 'leave'])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert node(cluster)['metadata']['labels'][STATE] == 'done'
+    assert node(cluster)['spec']['unschedulable'] is True
+    assert 'stays cordoned: it was unschedulable before the upgrade' in res.stdout
+    assert not [b for m, p, b in cluster.requests if m == 'PATCH' and b == {'spec': {'unschedulable': False}}]
+
+
+def test_resume_after_a_crash_uncordons_a_node_we_cordoned(tmp_path, cluster):
+    crashed = copy.deepcopy(NORI)
+    crashed['spec']['unschedulable'] = True
+    crashed['metadata']['labels'][STATE] = 'upgrading'
+    crashed['metadata'].setdefault('annotations', {}).update({INITIAL: 'false', CAPACITY: '1'})
+    cluster.add_node(crashed)
+    res = run(tmp_path, cluster, ['enter', 'leave'])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert node(cluster)['spec'].get('unschedulable') in (None, False)
+    assert node(cluster)['metadata']['labels'][STATE] == 'done'
+
+
+def test_gpu_pod_with_emptydir_is_refused(tmp_path, cluster):
+    cluster.add_node(NORI)
+    cluster.add_pod(SCRATCH)
+    res = run(tmp_path, cluster, ['enter'])
+    assert res.returncode != 0
+    assert 'upgrade_gpu_pod_deletion_delete_emptydir' in res.stdout and 'ml/scratch-job' in res.stdout
+    assert cluster.calls('DELETE') == []
+    assert ('ml', 'scratch-job') in cluster.pods
+
+
+def test_drain_evicts_what_is_left(tmp_path, cluster):
+    cluster.add_node(NORI)
+    for item in (TRAIN, DCGM, WEB):
+        cluster.add_pod(item)
+    res = run(tmp_path, cluster, ['enter'], {'upgrade_drain_enabled': True})
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert 'POST /api/v1/namespaces/default/pods/web-0/eviction' in cluster.calls('POST')
+    assert sorted(cluster.pods) == [('nvidia-dcgm', 'dcgm-exporter-x')]   # DaemonSet pods stay
+
+
+def test_failure_labels_the_node_and_keeps_it_cordoned(tmp_path, cluster):
+    cluster.add_node(NORI)
+    res = run(tmp_path, cluster, ['enter', 'failed'])
+    assert res.returncode != 0
+    meta = node(cluster)['metadata']
+    assert meta['labels'][STATE] == 'failed'
+    assert 'nvidia-driver-599' in meta['annotations'][REASON]
+    assert node(cluster)['spec']['unschedulable'] is True
+    assert 'the rollout stops here' in res.stdout
+
+
+def test_host_outside_the_cluster_is_said_so(tmp_path, cluster):
+    res = run(tmp_path, cluster, ['enter'])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert 'is no node of the cluster' in res.stdout
+    assert cluster.calls('PATCH') == [] and cluster.calls('DELETE') == []
