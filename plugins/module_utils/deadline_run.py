@@ -67,14 +67,15 @@ class RunResult(object):
         if 'SIGKILL' in self.signals:
             steps.append('then SIGKILL after %s s' % _num(kill_grace) if steps else 'sent SIGKILL')
         text = ', '.join(steps) if steps else 'sent no signal'
+        rc = self.rc
         if self.still_running:
             state = PROCESS_STATES.get(self.state, self.state or 'unknown')
             text += ('; it is still running (pid %s, state %s: %s) and cannot be killed from user space'
                      % (self.pid, self.state or '?', state))
-        elif self.rc is not None and self.rc < 0:
-            text += '; it ended on signal %s' % _signal_name(-self.rc)
+        elif rc is not None and rc < 0:
+            text += '; it ended on signal %s' % _signal_name(abs(rc))
         else:
-            text += '; it exited with rc %s' % self.rc
+            text += '; it exited with rc %s' % rc
         return text
 
 

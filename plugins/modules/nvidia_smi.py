@@ -21,7 +21,7 @@ description:
   - Each failure of C(nvidia-smi) has its own message (binary missing, driver not communicating,
     NVML not initialising, no devices, unparseable output, timeout) that includes the command, rc,
     stdout and stderr.
-  - Output that is not UTF-8 (a corrupted or localized C(nvidia-smi)) does not fail the module: the
+  - Output that is not UTF-8 (a corrupted or localized C(nvidia-smi)) does not fail the module. The
     XML is read with those bytes replaced by U+FFFD and a warning names the offset and the bytes;
     messages show such bytes as C(\\xNN).
   - With O(allow_no_gpu=true) the driver-side failures (no driver communication, NVML init failure,

@@ -372,9 +372,8 @@ def test_api_server_that_comes_up_during_the_wait(tmp_path):
     timer = threading.Timer(1.0, start)
     timer.start()
     try:
-        result = run({'name': 'nori', 'kubeconfig': write_kubeconfig(tmp_path / 'kc', 'http://127.0.0.1:%d' % port,
-                                                                      TOKEN),
-                      'timeout': 20, 'poll_interval': 0.2})
+        config = write_kubeconfig(tmp_path / 'kc', 'http://127.0.0.1:%d' % port, TOKEN)
+        result = run({'name': 'nori', 'kubeconfig': config, 'timeout': 20, 'poll_interval': 0.2})
     finally:
         timer.join()
         late['server'].stop()

@@ -297,4 +297,3 @@ def test_other_failure_names_command(harness):
 def test_bad_timeout(harness):
     result = harness.run({'timeout': 0}, expect=AnsibleFailJson)
     assert result['msg'] == 'timeout must be at least 1 second, got 0'
-
