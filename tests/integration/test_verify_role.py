@@ -148,3 +148,21 @@ def test_prometheus_without_the_node_fails(tmp_path, api):
     assert res.returncode != 0
     assert "has no DCGM series (count by (%s) (DCGM_FI_DEV_GPU_TEMP)) for nori" % NODE_LABEL in out
     assert "found some-other-node" in out
+
+
+def test_module_defaults_group_reaches_gpu_node_capacity(tmp_path, api):
+    # meta/runtime.yml: group/baremetal.gpu.k8s = gpu_node_capacity + kubernetes.core's k8s group
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.url, TOKEN)
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{
+        "name": "module_defaults through the collection's k8s group",
+        "hosts": "localhost",
+        "gather_facts": False,
+        "module_defaults": {"group/baremetal.gpu.k8s": {"kubeconfig": kubeconfig}},
+        "tasks": [{"name": "Read nori with only the node name given",
+                   "baremetal.gpu.gpu_node_capacity": {"name": "nori", "timeout": 0}}],
+    }]))
+    res = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml")],
+                         capture_output=True, text=True, env=ansible_env({"TMPDIR": str(tmp_path)}), timeout=120,
+                         check=False)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    assert api.node_requests() == ["/api/v1/nodes/nori"]
