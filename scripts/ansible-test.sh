@@ -35,7 +35,8 @@ mkdir -p "$dest"
 git ls-files -z --cached --others --exclude-standard | rsync -a --from0 --files-from=- ./ "$dest/"
 # Collections whose module_utils or doc fragments the collection's plugins use must sit in the same
 # ansible_collections tree for ansible-test (units, sanity import and validate-modules).
-for dep in kubernetes/core; do
+deps=(kubernetes/core)
+for dep in "${deps[@]}"; do
   mkdir -p ".cache/ansible-test/ansible_collections/$dep"
   rsync -a --delete ".ansible/collections/ansible_collections/$dep/" ".cache/ansible-test/ansible_collections/$dep/"
 done
