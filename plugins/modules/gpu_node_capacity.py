@@ -333,7 +333,7 @@ def server_description(params):
     elif kubeconfig:
         where = 'the server of kubeconfig %s' % kubeconfig
     else:
-        where = 'the server of the in-cluster or default kubeconfig (K8S_AUTH_KUBECONFIG, ~/.kube/config)'
+        where = 'the server of the in-cluster config or of ~/.kube/config'
     context = params['context'] or os.environ.get('K8S_AUTH_CONTEXT')
     return where + (' (context %s)' % context if context else '')
 
