@@ -33,6 +33,13 @@ dest=.cache/ansible-test/ansible_collections/baremetal/gpu
 rm -rf "$dest"
 mkdir -p "$dest"
 git ls-files -z --cached --others --exclude-standard | rsync -a --from0 --files-from=- ./ "$dest/"
+# Collections whose module_utils or doc fragments the collection's plugins use must sit in the same
+# ansible_collections tree for ansible-test (units, sanity import and validate-modules).
+deps=(kubernetes/core)
+for dep in "${deps[@]}"; do
+  mkdir -p ".cache/ansible-test/ansible_collections/$dep"
+  rsync -a --delete ".ansible/collections/ansible_collections/$dep/" ".cache/ansible-test/ansible_collections/$dep/"
+done
 cd "$dest"
 git init -q
 git add -A

@@ -6,6 +6,10 @@
 Nothing here runs a command or touches Ansible: the module ``baremetal.gpu.nvidia_smi`` passes
 the command's rc, stdout and stderr in and gets plain data (or an exception) back.
 
+Output is taken as bytes. Bytes that are not UTF-8 (a corrupted or localized ``nvidia-smi``)
+never crash anything: the XML is parsed with them replaced by U+FFFD and ``utf8_problem`` says
+where they were, and messages show them as ``\\xNN`` escapes (``to_text``).
+
 The parser tolerates every layout seen in real captures (tests/fixtures/nvidia-smi-xml):
 DTD v9 to v13 or no DOCTYPE at all, ``N/A``, ``Not Supported`` and
 ``Requested functionality has been deprecated`` values, padded values, trimmed files
@@ -133,12 +137,44 @@ def driver_branch(version):
     return version.split('.', 1)[0]
 
 
-def quote_head(data, limit=QUOTE_BYTES):
-    """The first ``limit`` bytes of ``data`` as a repr, for error messages."""
+def to_bytes(data):
+    """``data`` as bytes; a str holding surrogate escapes (undecodable bytes) gets its bytes back."""
+    if data is None:
+        return b''
     if isinstance(data, bytes):
-        head = data[:limit]
-        return repr(head.decode('utf-8', 'replace'))
-    return repr(data.encode('utf-8', 'replace')[:limit].decode('utf-8', 'replace'))
+        return data
+    return data.encode('utf-8', 'surrogateescape')
+
+
+def to_text(data):
+    """``data`` as text that is valid UTF-8: bytes that are not UTF-8 become ``\\xNN`` escapes."""
+    return to_bytes(data).decode('utf-8', 'backslashreplace')
+
+
+def utf8_problem(data):
+    """None when ``data`` is valid UTF-8, else a sentence saying what was found and where."""
+    raw = to_bytes(data)
+    try:
+        raw.decode('utf-8')
+        return None
+    except UnicodeDecodeError as exc:
+        first = exc.start
+    bad = sum(1 for char in raw.decode('utf-8', 'surrogateescape') if u'\udc80' <= char <= u'\udcff')
+    return ('%d byte(s) that are not UTF-8, the first at offset %d: %s in %s'
+            % (bad, first, to_text(raw[first:first + 1]), quote(raw[max(first - 20, 0):first + 20])))
+
+
+_ESCAPED_SURROGATE = re.compile(r'\\udc([89a-f][0-9a-f])')
+
+
+def quote(data):
+    """``data`` as a Python-style quoted string; bytes that are not UTF-8 appear as \\xNN."""
+    return _ESCAPED_SURROGATE.sub(r'\\x\1', repr(to_bytes(data).decode('utf-8', 'surrogateescape')))
+
+
+def quote_head(data, limit=QUOTE_BYTES):
+    """The first ``limit`` bytes of ``data``, quoted (see ``quote``), for error messages."""
+    return quote(to_bytes(data)[:limit])
 
 
 # Large sections the parser never reads; on real machines <supported_clocks> alone is about 90 %
@@ -199,15 +235,24 @@ def parse_nvidia_smi_xml(data):
     per <gpu> element in document order, ``index`` being that position (nvidia-smi's own index).
     Raises NvidiaSmiParseError, quoting the first bytes, when ``data`` is not such a document.
     """
-    raw = data.encode('utf-8') if not isinstance(data, bytes) else data
+    raw = to_bytes(data)
     if not raw.strip():
         raise NvidiaSmiParseError('nvidia-smi -q -x printed nothing (empty output)')
     try:
         root = ET.fromstring(drop_unused_sections(raw))
     except ET.ParseError as exc:
-        raise NvidiaSmiParseError(
-            'cannot parse nvidia-smi -q -x output as XML (%s); it starts with: %s'
-            % (exc, quote_head(raw)))
+        problem = utf8_problem(raw)
+        if problem is None:
+            raise NvidiaSmiParseError(
+                'cannot parse nvidia-smi -q -x output as XML (%s); it starts with: %s'
+                % (exc, quote_head(raw)))
+        # Not UTF-8 (a corrupted or localized nvidia-smi): parse with the bad bytes replaced.
+        try:
+            root = ET.fromstring(drop_unused_sections(raw.decode('utf-8', 'replace').encode('utf-8')))
+        except ET.ParseError as exc2:
+            raise NvidiaSmiParseError(
+                'cannot parse nvidia-smi -q -x output as XML (%s); it has %s; it starts with: %s'
+                % (exc2, problem, quote_head(raw)))
     if root.tag != 'nvidia_smi_log':
         raise NvidiaSmiParseError(
             'nvidia-smi -q -x output has root element <%s>, expected <nvidia_smi_log>; it starts with: %s'
@@ -223,6 +268,36 @@ def parse_nvidia_smi_xml(data):
         'gpu_count': len(gpus),
         'dtd_version': int(dtd.group(1)) if dtd else None,
         'gpus': gpus,
+    }
+
+
+MIG_STRATEGIES = ('none', 'single', 'mixed')
+
+
+def device_plugin_gpus(gpus):
+    """How many ``nvidia.com/gpu`` the NVIDIA device plugin advertises for these GPUs, per MIG strategy.
+
+    ``gpus`` are the parsed GPUs (``mig_mode``, ``mig_devices``). The counts are before time-slicing
+    replicas. The rules are the device plugin's (internal/rm/device_map.go):
+      - ``none``: every GPU, MIG or not;
+      - ``single``: every MIG device when every GPU has MIG on, every GPU when none has; None when
+        MIG is on for some GPUs only ("all devices on the node must be configured with the same
+        migEnabled value") or a GPU has MIG on without MIG devices (the plugin refuses the node);
+      - ``mixed``: the GPUs with MIG off (MIG devices are advertised as ``nvidia.com/mig-<profile>``);
+        None when a GPU has MIG on without MIG devices.
+    """
+    mig_on = [g for g in gpus if (g.get('mig_mode') or '').lower() == 'enabled']
+    broken = [g for g in mig_on if not g.get('mig_devices')]
+    single = None
+    if not broken:
+        if not mig_on:
+            single = len(gpus)
+        elif len(mig_on) == len(gpus):
+            single = sum(g['mig_devices'] for g in mig_on)
+    return {
+        'none': len(gpus),
+        'single': single,
+        'mixed': None if broken else len(gpus) - len(mig_on),
     }
 
 
@@ -244,10 +319,10 @@ def _cmd_text(cmd):
 
 
 def describe_run(cmd, rc, stdout, stderr):
-    """'command: ... rc: ... stdout: ... stderr: ...' for failure messages."""
+    """'command: ... rc: ... stdout: ... stderr: ...' for failure messages (bytes or text)."""
     return 'command: %s; rc: %s; stdout: %s; stderr: %s' % (
-        _cmd_text(cmd), rc, (stdout or '').strip()[:QUOTE_BYTES * 5] or '(empty)',
-        (stderr or '').strip()[:QUOTE_BYTES * 5] or '(empty)')
+        _cmd_text(cmd), rc, to_text(stdout).strip()[:QUOTE_BYTES * 5] or '(empty)',
+        to_text(stderr).strip()[:QUOTE_BYTES * 5] or '(empty)')
 
 
 def classify_failure(cmd, rc, stdout, stderr):
@@ -255,14 +330,15 @@ def classify_failure(cmd, rc, stdout, stderr):
 
     Only called when rc != 0, or when rc == 0 but the output names a known failure.
     """
-    both = ('%s\n%s' % (stdout or '', stderr or '')).lower()
+    stdout, stderr = to_text(stdout), to_text(stderr)
+    both = ('%s\n%s' % (stdout, stderr)).lower()
     where = describe_run(cmd, rc, stdout, stderr)
     if NO_DRIVER_TEXT in both or rc == RC_DRIVER_NOT_LOADED:
         return NvidiaSmiError(
             "nvidia-smi couldn't communicate with the NVIDIA driver (rc %s). %s %s"
             % (rc, NO_DRIVER_CAUSES, where), STATUS_NO_DRIVER)
     if NVML_INIT_TEXT in both:
-        line = [ln.strip() for ln in ('%s\n%s' % (stdout or '', stderr or '')).splitlines()
+        line = [ln.strip() for ln in ('%s\n%s' % (stdout, stderr)).splitlines()
                 if NVML_INIT_TEXT in ln.lower()][0]
         return NvidiaSmiError(
             'nvidia-smi: %s (rc %s). %s %s' % (line, rc, NVML_INIT_CAUSES, where), STATUS_NVML_INIT)
@@ -277,7 +353,7 @@ def interpret_run(cmd, rc, stdout, stderr):
     """Parse a finished ``nvidia-smi -q -x`` run, or raise NvidiaSmiError explaining the failure."""
     if rc != 0:
         raise classify_failure(cmd, rc, stdout, stderr)
-    head = (stdout or '').lstrip()[:300].lower()
+    head = to_text(stdout).lstrip()[:300].lower()
     if not head.startswith('<') and (NO_DRIVER_TEXT in head or NVML_INIT_TEXT in head
                                      or NO_DEVICES_TEXT in head):
         raise classify_failure(cmd, rc, stdout, stderr)

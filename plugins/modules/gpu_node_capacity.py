@@ -22,18 +22,23 @@ description:
     C(nvidia.com/gpu.count) and C(nvidia.com/gpu.product) (a regular expression), and the Ready condition.
   - Polls every O(poll_interval) seconds for up to O(timeout) seconds, because the device plugin
     needs time after it starts to register with the kubelet.
-  - Fails at once, each with its own message, when a named node does not exist, the API cannot be
-    reached, or it answers 401 Unauthorized or 403 Forbidden; fails after O(timeout) naming every
-    unmet expectation, for example C(node gpu-01 reports nvidia.com/gpu allocatable 0, expected 8 after 120 s).
+  - Fails at once, each with its own message, when a named node does not exist, the configuration
+    cannot be loaded, or the API answers 401 Unauthorized or 403 Forbidden.
+  - Retries, within O(timeout), when the API cannot be reached (connection refused, no answer within
+    O(request_timeout)) or answers 429, 500, 502, 503 or 504 (an API server restarting or overloaded);
+    fails after O(timeout) with the last such error and the number of attempts.
+  - Fails after O(timeout) naming every unmet expectation, for example
+    C(node gpu-01 reports nvidia.com/gpu allocatable 0, expected 8 after 120 s).
   - Never reports C(changed). The evaluation is C(plugins/module_utils/gpu_nodes.py).
 author:
   - baremetal.gpu maintainers (@baremetal-gpu)
 requirements:
-  - kubernetes (the Python client) on the host that runs the module, usually the controller
-    (C(delegate_to=localhost)).
+  - kubernetes (the Python client) and PyYAML on the host that runs the module, usually the
+    controller (C(delegate_to=localhost)).
+  - The collection kubernetes.core, whose API client and connection options the module uses.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-  - baremetal.gpu.k8s_connection
+  - kubernetes.core.k8s_auth_options
 attributes:
   check_mode:
     support: full
@@ -106,7 +111,9 @@ options:
     default: true
   timeout:
     description:
-      - Seconds to wait for every node to meet the expectations. V(0) checks once.
+      - Seconds to wait for every node to meet the expectations, retrying API errors that can pass
+        (see above). V(0) reads the nodes once and does not retry.
+      - A request in flight when the wait ends may take up to O(request_timeout) more.
     type: int
     default: 120
   poll_interval:
@@ -116,15 +123,28 @@ options:
     default: 5
   request_timeout:
     description:
-      - Seconds one API request may take.
+      - Seconds one API request may take, at least V(1). A request that takes longer counts as
+        unreachable and is retried within O(timeout).
+      - The limit covers the whole request, including the kubernetes client's own retries and the API
+        discovery that kubernetes.core's client makes when it connects.
+      - V(0) is refused; it does not mean "no limit".
     type: int
     default: 30
 notes:
+  - The connection is kubernetes.core's C(get_api_client) with the options of C(kubernetes.core.k8s_auth_options),
+    with one difference, made on purpose - O(kubeconfig) is not C(no_log), so that its path appears in
+    messages instead of C(********). When O(kubeconfig) is a dictionary, its secrets (tokens, passwords,
+    keys and certificate data) are hidden from the output instead. kubernetes.core 6.2.0, which this
+    collection pins, hides the whole option; kubernetes.core 6.3.0 made the same change.
+  - kubernetes.core's client reads the API discovery (C(/version), C(/api), C(/apis)) when it connects,
+    unless its discovery cache in the temporary directory is fresh; that costs up to three requests more
+    than the node reads.
   - Tested end to end against a local HTTP server on 127.0.0.1 that replays recorded real API
     responses (C(kubectl get nodes -o json) of an RKE2 node with a vGPU and of AKS nodes without GPUs),
-    with the real kubernetes client, kubeconfig loading, token auth and HTTP code; including a node
-    that gains capacity during the wait, 401, 404 and connection refused. There is no Kubernetes API
-    and no GPU in this project's CI, so it has not been run against a live cluster there.
+    with the real kubernetes client, kubernetes.core's client, kubeconfig loading, token auth and HTTP code;
+    including a node that gains capacity during the wait, 401, 403, 404, 503 then success, an API that
+    comes up during the wait, an API that never answers, and connection refused. There is no
+    Kubernetes API and no GPU in this project's CI, so it has not been run against a live cluster there.
 seealso:
   - module: baremetal.gpu.nvidia_smi
   - module: kubernetes.core.k8s_info
@@ -188,15 +208,15 @@ elapsed:
   type: float
   sample: 12.5
 attempts:
-  description: How many times the nodes were read.
+  description: How many times the nodes were read (or the read was tried).
   returned: always
   type: int
   sample: 3
 error:
   description:
-    - Kind of failure, V(not_found) (a named node does not exist), V(unreachable) (connection failed),
-      V(unauthorized) (401), V(forbidden) (403), V(api_error) (another HTTP error), V(config) (no usable
-      kubeconfig),
+    - Kind of failure, V(not_found) (a named node does not exist), V(unreachable) (connection failed or
+      no answer, until O(timeout)), V(unauthorized) (401), V(forbidden) (403), V(api_error) (another HTTP
+      error; 429 and 5xx until O(timeout)), V(config) (no usable kubeconfig),
       V(no_nodes) (the label selector matched nothing until O(timeout)) or V(not_met)
       (expectations not met after O(timeout)).
   returned: failure
@@ -242,24 +262,29 @@ nodes:
       problems: []
 """
 
+import os
 import re
 import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.baremetal.gpu.plugins.module_utils.gpu_nodes import (
     NodeSpecError,
     evaluate_node,
     expected_count,
 )
-from ansible_collections.baremetal.gpu.plugins.module_utils.k8s_client import (
-    AUTH_ARG_SPEC,
+from ansible_collections.baremetal.gpu.plugins.module_utils.node_reader import (
+    K8S_CONFIG,
     KUBERNETES_IMPORT_ERROR,
     K8sConnectionError,
     NodeReader,
-    build_configuration,
-    resolve_auth,
+    guarded,
+    kubeconfig_secrets,
 )
+from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+from ansible_collections.kubernetes.core.plugins.module_utils.k8s.exceptions import CoreException
 
 
 def argument_spec():
@@ -283,7 +308,52 @@ def argument_spec():
         request_timeout=dict(type='int', default=30),
     )
     spec.update(AUTH_ARG_SPEC)
+    # kubernetes.core 6.2.0 marks kubeconfig no_log, which masks a kubeconfig path as ******** in every
+    # message; the secrets of a kubeconfig given as a dictionary are hidden by main() instead.
+    spec['kubeconfig'] = dict(AUTH_ARG_SPEC['kubeconfig'], no_log=False)
+    # a path, not a secret (kubernetes.core leaves no_log unset, which sanity reports)
+    spec['client_key'] = dict(AUTH_ARG_SPEC['client_key'], no_log=False)
     return spec
+
+
+def describe_config(params):
+    kubeconfig = params['kubeconfig']
+    shown = '(a dictionary)' if isinstance(kubeconfig, dict) else kubeconfig
+    return 'kubeconfig %s, context %s, host %s' % (shown, params['context'], params['host'])
+
+
+def server_description(params):
+    """Which API server is meant, for messages written before the client knows its address."""
+    host = params['host'] or os.environ.get('K8S_AUTH_HOST')
+    if host:
+        return host
+    kubeconfig = params['kubeconfig'] or os.environ.get('K8S_AUTH_KUBECONFIG')
+    if isinstance(kubeconfig, dict):
+        where = 'the server of the kubeconfig dictionary'
+    elif kubeconfig:
+        where = 'the server of kubeconfig %s' % kubeconfig
+    else:
+        where = 'the server of the in-cluster config or of ~/.kube/config'
+    context = params['context'] or os.environ.get('K8S_AUTH_CONTEXT')
+    return where + (' (context %s)' % context if context else '')
+
+
+def connect(params):
+    """kubernetes.core's API client (it reads the API discovery) within request_timeout, as a NodeReader.
+
+    The connection options go to get_api_client as keyword arguments, which it resolves exactly as
+    for its own modules (K8S_AUTH_* variables as fallbacks, then kubeconfig, in-cluster config).
+    """
+    where = server_description(params)
+    auth = dict((name, params[name]) for name in AUTH_ARG_SPEC)
+    try:
+        client = guarded('the API discovery', where, params['request_timeout'], lambda: get_api_client(**auth))
+    except K8sConnectionError:
+        raise
+    except (CoreException, OSError, ValueError, TypeError) as exc:
+        raise K8sConnectionError('cannot load Kubernetes configuration (%s): %s'
+                                 % (describe_config(params), to_text(exc)), K8S_CONFIG)
+    return NodeReader(client.client.client, client.configuration.host or where, params['request_timeout'])
 
 
 def read_nodes(reader, params):
@@ -301,11 +371,14 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    # Hide the secrets of a kubeconfig given as a dictionary (the option itself is not no_log).
+    module.no_log_values.update(kubeconfig_secrets(params['kubeconfig']))
     result = dict(changed=False, resource=params['resource'], expected=None, comparison=params['comparison'],
                   elapsed=0.0, attempts=0, nodes=[])
 
     if KUBERNETES_IMPORT_ERROR:
         module.fail_json(msg=missing_required_lib('kubernetes'), exception=KUBERNETES_IMPORT_ERROR, **result)
+
     try:
         result['expected'] = expected_count(params['expected_per_node'], params['gpu_count'],
                                             params['replicas'], params['mig_devices'])
@@ -314,6 +387,9 @@ def main():
     if params['timeout'] < 0 or params['poll_interval'] <= 0:
         module.fail_json(msg='timeout must be >= 0 and poll_interval > 0, got %s and %s'
                              % (params['timeout'], params['poll_interval']), **result)
+    if params['request_timeout'] < 1:
+        module.fail_json(msg='request_timeout must be at least 1 second, got %s (0 does not mean "no limit")'
+                             % params['request_timeout'], **result)
     gfd = params['gfd_labels'] or {}
     if gfd.get('product') is not None:
         try:
@@ -322,19 +398,24 @@ def main():
             module.fail_json(msg='gfd_labels.product %r is not a valid regular expression: %s'
                                  % (gfd['product'], exc), **result)
 
-    try:
-        reader = NodeReader(build_configuration(resolve_auth(params)), params['request_timeout'])
-    except K8sConnectionError as exc:
-        module.fail_json(msg=exc.message, error=exc.kind, **result)
-
     start = time.monotonic()
+    reader = None
     while True:
         result['attempts'] += 1
         try:
+            reader = reader or connect(params)
             nodes = read_nodes(reader, params)
         except K8sConnectionError as exc:
-            result['elapsed'] = round(time.monotonic() - start, 1)
-            module.fail_json(msg=exc.message, error=exc.kind, **result)
+            elapsed = time.monotonic() - start
+            result['elapsed'] = round(elapsed, 1)
+            if not exc.retryable:
+                module.fail_json(msg=exc.message, error=exc.kind, **result)
+            if elapsed >= params['timeout']:
+                module.fail_json(msg='%s (still failing after %d attempt(s) in %s s; timeout %s s)'
+                                     % (exc.message, result['attempts'], result['elapsed'], params['timeout']),
+                                 error=exc.kind, **result)
+            time.sleep(min(params['poll_interval'], max(params['timeout'] - elapsed, 0.01)))
+            continue
         elapsed = time.monotonic() - start
         timed_out = elapsed >= params['timeout']
         reports = [evaluate_node(node, params['resource'], result['expected'], params['comparison'], gfd,

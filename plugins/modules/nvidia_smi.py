@@ -13,13 +13,17 @@ module: nvidia_smi
 short_description: Read the NVIDIA driver and GPUs from C(nvidia-smi -q -x) and check expectations
 version_added: 0.1.0
 description:
-  - Runs C(nvidia-smi -q -x) once on the managed node, under a C locale and a timeout, and returns
-    the driver version, its branch, the CUDA version and one entry per GPU listed.
+  - Runs C(nvidia-smi -q -x) once on the managed node, under a C locale and a time limit that holds
+    even when C(nvidia-smi) cannot be killed, and returns the driver version, its branch, the CUDA
+    version, one entry per GPU listed and what the NVIDIA device plugin will advertise for them.
   - Optionally checks expectations (driver branch or version, GPU count, product, persistence and
     MIG mode) and fails listing every mismatch at once, each as C(expected X, found Y).
   - Each failure of C(nvidia-smi) has its own message (binary missing, driver not communicating,
     NVML not initialising, no devices, unparseable output, timeout) that includes the command, rc,
     stdout and stderr.
+  - Output that is not UTF-8 (a corrupted or localized C(nvidia-smi)) does not fail the module. The
+    XML is read with those bytes replaced by U+FFFD and a warning names the offset and the bytes;
+    messages show such bytes as C(\\xNN).
   - With O(allow_no_gpu=true) the driver-side failures (no driver communication, NVML init failure,
     no devices) are returned as data instead (RV(driver_communicating), RV(status), RV(reason)), so
     a role can report "driver installed, module built, no GPU visible" on a machine without a GPU.
@@ -28,8 +32,6 @@ author:
   - baremetal.gpu maintainers (@baremetal-gpu)
 requirements:
   - C(nvidia-smi) from the NVIDIA driver on the managed node.
-  - C(timeout) from GNU coreutils on the managed node to enforce O(timeout) (without it the module
-    warns and runs C(nvidia-smi) without a time limit).
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -50,8 +52,14 @@ options:
     type: path
   timeout:
     description:
-      - Seconds C(nvidia-smi -q -x) may run before it is killed (C(timeout -k 5 <timeout>)).
-        A hung GPU or driver makes C(nvidia-smi) block; the module then fails with a timeout message.
+      - Seconds C(nvidia-smi -q -x) may run. A hung GPU or driver makes C(nvidia-smi) block, often in
+        the kernel where no signal reaches it.
+      - At the limit the module sends SIGTERM to C(nvidia-smi)'s process group, SIGKILL 5 s later, and
+        2 s after that stops waiting; it then fails with RV(status=timeout) naming the limit, the
+        signals sent and, when the process is still there, its pid and kernel state (C(D) is
+        uninterruptible sleep). So the task ends within O(timeout) + 7 s in every case. The limit is
+        kept by the module itself, not by coreutils C(timeout).
+      - At least 1.
     type: int
     default: 60
   allow_no_gpu:
@@ -97,16 +105,20 @@ options:
     type: str
     choices: [Enabled, Disabled]
 notes:
-  - Runs C(nvidia-smi -q -x) with E(LC_ALL=C) and E(LANG=C), wrapped in C(timeout -k 5 <timeout>);
-    exit 124 or 137 from that wrapper is reported as a timeout.
+  - Runs C(nvidia-smi -q -x) with E(LC_ALL=C) and E(LANG=C) in its own session, through
+    C(plugins/module_utils/deadline_run.py) rather than C(run_command), which has no time limit;
+    earlier releases wrapped it in coreutils C(timeout), which does not return while its child is
+    stuck in the kernel, and ran it without a limit when C(timeout) was missing.
   - O(gpu_count) counts the C(<gpu>) elements printed. When C(attached_gpus) disagrees with that number
     (a trimmed or partial output) the module warns.
   - C(index) is the position in C(nvidia-smi)'s output (its own index order), which need not follow
     the Linux minor number; both are returned.
-  - Tested with unit tests that feed 20 real C(nvidia-smi -q -x) captures (DTD v10 to v13 and no
+  - Tested with unit tests that feed 21 real C(nvidia-smi -q -x) captures (DTD v10 to v13 and no
     DOCTYPE, several driver branches, MIG, vGPU guest) through the parser and drive the module with
-    mocked command replies, including the real failure messages. It has not been run against a GPU
-    by this project's CI, which has none.
+    mocked command replies, including the real failure messages; and with stand-in C(nvidia-smi)
+    scripts run for real (output not UTF-8, a hang that ignores SIGTERM, a hang that survives
+    SIGKILL, no coreutils C(timeout)). It has not been run against a GPU by this project's CI,
+    which has none.
 seealso:
   - module: baremetal.gpu.gpu_node_capacity
   - name: nvidia-smi documentation
@@ -180,17 +192,24 @@ cmd:
   returned: always
   type: list
   elements: str
-  sample: [/usr/bin/timeout, -k, "5", "60", /usr/bin/nvidia-smi, -q, -x]
+  sample: [/usr/bin/nvidia-smi, -q, -x]
 rc:
-  description: Exit status of the command.
+  description:
+    - Exit status of the command; a negative number is the signal that ended it (V(-9) after SIGKILL);
+      V(null) when it could not be ended (RV(status=timeout) with the process still running).
   returned: always
   type: int
   sample: 0
 stderr:
-  description: Standard error of the command.
+  description: Standard error of the command; bytes that are not UTF-8 are shown as C(\\xNN).
   returned: always
   type: str
   sample: ""
+elapsed:
+  description: Seconds the command ran (or was waited for).
+  returned: always
+  type: float
+  sample: 0.4
 driver_version:
   description: Driver version; V(null) when not read.
   returned: always
@@ -276,6 +295,23 @@ gpus:
       compute_mode: Default
       virtualization_mode: None
       mig_devices: 4
+mig_device_count:
+  description: MIG devices listed on all GPUs together.
+  returned: always
+  type: int
+  sample: 4
+device_plugin_gpus:
+  description:
+    - How many C(nvidia.com/gpu) the NVIDIA device plugin advertises for the GPUs listed, for each of its
+      MIG strategies, before time-slicing replicas (the plugin's rules, C(internal/rm/device_map.go)).
+    - V(none), every GPU; V(single), every MIG device when every GPU has MIG on and every GPU when none
+      has, V(null) when MIG is on for only some GPUs or a GPU has MIG on without MIG devices (the plugin
+      refuses such a node); V(mixed), the GPUs with MIG off (MIG devices become
+      C(nvidia.com/mig-<profile>)), V(null) when a GPU has MIG on without MIG devices.
+    - All V(0) when no GPU was read.
+  returned: always
+  type: dict
+  sample: {none: 1, single: 4, mixed: 0}
 mismatches:
   description: Every expectation not met, each as C(expected X, found Y); the task fails when not empty.
   returned: always
@@ -284,11 +320,13 @@ mismatches:
   sample: ["driver_branch: expected 580, found 535"]
 """
 
+
 import os
 import re
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.baremetal.gpu.plugins.module_utils import deadline_run
 from ansible_collections.baremetal.gpu.plugins.module_utils.nvidia_smi import (
     NvidiaSmiError,
     NvidiaSmiParseError,
@@ -297,12 +335,15 @@ from ansible_collections.baremetal.gpu.plugins.module_utils.nvidia_smi import (
     check_expectations,
     count_warnings,
     describe_run,
+    device_plugin_gpus,
     interpret_run,
+    to_text,
+    utf8_problem,
 )
 
 SEARCH_DIRS = ['/usr/bin', '/usr/local/bin', '/usr/local/nvidia/bin', '/run/nvidia/driver/usr/bin',
                '/opt/nvidia/bin']
-TIMEOUT_RCS = (124, 137)
+C_LOCALE = {'LC_ALL': 'C', 'LANG': 'C'}
 # statuses of failures that always fail the task (the others are in module_utils.nvidia_smi)
 STATUS_BINARY_MISSING = 'binary_missing'
 STATUS_TIMEOUT = 'timeout'
@@ -314,8 +355,9 @@ EXPECTATIONS = ('driver_branch', 'driver_version', 'gpu_count', 'min_gpu_count',
 
 def empty_result():
     return dict(changed=False, status=None, driver_communicating=None, reason='', binary=None,
-                cmd=[], rc=None, stderr='', driver_version=None, driver_branch=None,
+                cmd=[], rc=None, stderr='', elapsed=0.0, driver_version=None, driver_branch=None,
                 cuda_version=None, attached_gpus=None, gpu_count=0, dtd_version=None, gpus=[],
+                mig_device_count=0, device_plugin_gpus={'none': 0, 'single': 0, 'mixed': 0},
                 mismatches=[])
 
 
@@ -339,6 +381,13 @@ def find_binary(module):
     return path
 
 
+def run(cmd, timeout):
+    """Run ``cmd`` under the deadline; the one place the command is executed (mocked in tests)."""
+    env = dict(os.environ)
+    env.update(C_LOCALE)
+    return deadline_run.run_with_deadline(cmd, timeout, env=env)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -356,8 +405,9 @@ def main():
         supports_check_mode=True,
     )
     result = empty_result()
-    if module.params['timeout'] < 1:
-        module.fail_json(msg='timeout must be at least 1 second, got %s' % module.params['timeout'], **result)
+    timeout = module.params['timeout']
+    if timeout < 1:
+        module.fail_json(msg='timeout must be at least 1 second, got %s' % timeout, **result)
     if module.params['product'] is not None:
         try:
             re.compile(module.params['product'])
@@ -367,24 +417,32 @@ def main():
 
     binary = find_binary(module)
     cmd = [binary, '-q', '-x']
-    wrapper = module.get_bin_path('timeout', required=False)
-    if wrapper:
-        cmd = [wrapper, '-k', '5', str(module.params['timeout'])] + cmd
-    else:
-        module.warn('timeout (coreutils) not found; running nvidia-smi without a time limit')
     result.update(binary=binary, cmd=cmd)
 
-    rc, stdout, stderr = module.run_command(cmd, environ_update={'LC_ALL': 'C', 'LANG': 'C'})
-    result.update(rc=rc, stderr=stderr)
+    try:
+        ran = run(cmd, timeout)
+    except OSError as exc:
+        result['status'] = STATUS_FAILED
+        module.fail_json(msg='cannot run %s: %s' % (' '.join(cmd), exc), **result)
+    result.update(rc=ran.rc, stderr=to_text(ran.stderr), elapsed=round(ran.elapsed, 1))
 
-    if wrapper and rc in TIMEOUT_RCS:
+    if ran.timed_out or ran.still_running:
         result['status'] = STATUS_TIMEOUT
-        module.fail_json(msg='nvidia-smi -q -x did not finish within %s s and was killed (timeout); '
-                             'a hung GPU or driver blocks nvidia-smi, check dmesg for Xid errors. %s'
-                             % (module.params['timeout'], describe_run(cmd, rc, stdout, stderr)), **result)
+        module.fail_json(msg='nvidia-smi -q -x did not finish within the timeout of %s s: %s. A hung GPU or '
+                             'driver blocks nvidia-smi; check dmesg for Xid errors and the GPU with lspci; a GPU '
+                             'in this state usually needs a reset or a reboot. %s'
+                             % (timeout, ran.describe_kill(deadline_run.KILL_GRACE),
+                                describe_run(cmd, ran.rc, ran.stdout, ran.stderr)), **result)
+
+    for name, data in (('output', ran.stdout), ('standard error', ran.stderr)):
+        problem = utf8_problem(data)
+        if problem:
+            module.warn('nvidia-smi -q -x printed %s on its %s (a corrupted or localized nvidia-smi?); '
+                        'the XML is read with them replaced by U+FFFD, and messages show them as \\xNN'
+                        % (problem, name))
 
     try:
-        facts = interpret_run(cmd, rc, stdout, stderr)
+        facts = interpret_run(cmd, ran.rc, ran.stdout, ran.stderr)
     except NvidiaSmiParseError as exc:
         result['status'] = STATUS_UNPARSEABLE
         module.fail_json(msg=exc.message, **result)
@@ -399,7 +457,9 @@ def main():
             module.exit_json(failed=False, **result)
         module.fail_json(msg=exc.message, **result)
 
-    result.update(facts, status=STATUS_OK, driver_communicating=True)
+    result.update(facts, status=STATUS_OK, driver_communicating=True,
+                  mig_device_count=sum(gpu['mig_devices'] for gpu in facts['gpus']),
+                  device_plugin_gpus=device_plugin_gpus(facts['gpus']))
     for warning in count_warnings(facts):
         module.warn(warning)
 

@@ -340,3 +340,78 @@ def test_expectations_without_driver_version():
     assert smi.check_expectations(facts, dict(driver_branch='418', driver_version='418')) == [
         'driver_branch: expected 418, found None',
         'driver_version: expected 418 (exact or prefix), found None']
+
+
+# --- output that is not UTF-8 (a corrupted or localized nvidia-smi) ---------------------------
+
+def latin1(name='telegraf__tesla-t4.xml'):
+    """The capture with its timestamp as a French Latin-1 locale prints it (one byte 0xe9)."""
+    with open(os.path.join(FIXTURES, name), 'rb') as handle:
+        return handle.read().replace(b'Mon Apr 24 16:22:39 2023', b'lun. f\xe9vr. 24 16:22:39 2023')
+
+
+def test_not_utf8_is_parsed_with_replacement():
+    facts = smi.parse_nvidia_smi_xml(latin1())
+    assert facts['driver_version'] == '515.105.01'
+    assert facts['gpus'][0]['name'] == 'Tesla T4'
+
+
+def test_not_utf8_as_surrogate_escaped_text():
+    # what run_command-style decoding (surrogateescape) hands over: the bytes come back, no crash
+    text = latin1().decode('utf-8', 'surrogateescape')
+    assert smi.parse_nvidia_smi_xml(text)['gpus'][0]['name'] == 'Tesla T4'
+
+
+def test_utf8_problem_names_offset_and_bytes():
+    assert smi.utf8_problem(latin1()) == (
+        "1 byte(s) that are not UTF-8, the first at offset 117: \\xe9 in "
+        "'   <timestamp>lun. f\\xe9vr. 24 16:22:39 202'")
+    assert smi.utf8_problem(b'ok \xc3\xa9') is None
+    assert smi.utf8_problem(b'\xff\xfe\xfd').startswith('3 byte(s) that are not UTF-8, the first at offset 0: \\xff')
+
+
+def test_garbage_not_utf8_unparseable_names_the_bytes():
+    with pytest.raises(smi.NvidiaSmiParseError) as err:
+        smi.parse_nvidia_smi_xml(b'\xff\xfe<\x00n\x00')
+    assert "it has 2 byte(s) that are not UTF-8, the first at offset 0: \\xff" in err.value.message
+    assert "it starts with: '\\xff\\xfe<\\x00n\\x00'" in err.value.message
+
+
+def test_messages_escape_bytes_that_are_not_utf8():
+    assert smi.to_text(b'a\xe9b \xc3\xa9') == u'a\\xe9b \xe9'
+    assert smi.quote(b'a\xe9\n') == "'a\\xe9\\n'"
+    err = smi.classify_failure(['nvidia-smi', '-q', '-x'], 9, b'NVIDIA-SMI a \xe9chou\xe9', b'')
+    assert err.status == smi.STATUS_NO_DRIVER
+    assert 'stdout: NVIDIA-SMI a \\xe9chou\\xe9; stderr: (empty)' in err.message
+    err.message.encode('utf-8')
+
+
+# --- what the device plugin advertises, per MIG strategy (internal/rm/device_map.go) ---------
+
+def test_device_plugin_gpus_mig_capture():
+    facts = smi.parse_nvidia_smi_xml(fixture_bytes('telegraf__a100-sxm4-v12.xml'))
+    assert smi.device_plugin_gpus(facts['gpus']) == {'none': 1, 'single': 4, 'mixed': 0}
+
+
+def test_device_plugin_gpus_without_mig():
+    facts = smi.parse_nvidia_smi_xml(fixture_bytes('telegraf__dual_a5000-v13.xml'))
+    assert smi.device_plugin_gpus(facts['gpus']) == {'none': 2, 'single': 2, 'mixed': 2}
+
+
+@pytest.mark.parametrize('modes, counts, expected', [
+    # MIG on for some GPUs only: the single strategy refuses the node
+    (['Enabled', 'Disabled'], [3, 0], {'none': 2, 'single': None, 'mixed': 1}),
+    # MIG on without MIG devices: both MIG strategies refuse the node
+    (['Enabled', 'Enabled'], [7, 0], {'none': 2, 'single': None, 'mixed': None}),
+    (['Enabled', 'Enabled'], [7, 7], {'none': 2, 'single': 14, 'mixed': 0}),
+    ([None, None], [0, 0], {'none': 2, 'single': 2, 'mixed': 2}),
+    ([], [], {'none': 0, 'single': 0, 'mixed': 0}),
+])
+def test_device_plugin_gpus_rules(modes, counts, expected):
+    gpus = [{'mig_mode': m, 'mig_devices': c} for m, c in zip(modes, counts)]
+    assert smi.device_plugin_gpus(gpus) == expected
+
+
+def fixture_bytes(name):
+    with open(os.path.join(FIXTURES, name), 'rb') as handle:
+        return handle.read()

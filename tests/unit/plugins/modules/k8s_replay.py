@@ -2,10 +2,15 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A small Kubernetes API stand-in on 127.0.0.1 that replays recorded Node objects.
 
-It answers the two requests gpu_node_capacity makes, as the API server does:
+It answers the requests gpu_node_capacity makes, as the API server does:
 ``GET /api/v1/nodes/<name>`` (one Node) and ``GET /api/v1/nodes?labelSelector=...`` (a NodeList),
-from recorded ``kubectl get nodes -o json`` output (tests/fixtures/k8s-nodes). A node may have a
-timeline: a list of Node objects served one per request, the last one repeating.
+from recorded ``kubectl get nodes -o json`` output (tests/fixtures/k8s-nodes); and the discovery
+that kubernetes.core's client reads when it connects (``/version``, ``/api``, ``/apis``), in the
+shapes of the API conventions (written by hand: no recording of them is at hand), with the version
+of the recorded node's kubelet. A node may have a timeline: a list of Node objects served one per
+request, the last one repeating. ``failures`` is a queue of HTTP codes answered, with the API
+server's Status body, to the next node requests instead of the nodes (503 while an API server
+starts); ``delay`` holds every answer that many seconds (an API that does not answer).
 Requests without the expected bearer token get the API server's 401 Status; unknown nodes its
 404 Status. Everything the client sends is recorded for assertions (header names in lower case).
 """
@@ -16,12 +21,13 @@ __metaclass__ = type
 
 import json
 import threading
+import time
 
 try:
-    from http.server import BaseHTTPRequestHandler, HTTPServer
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from urllib.parse import parse_qs, urlparse
 except ImportError:  # pragma: no cover - Python 2 is not supported by these tests
-    BaseHTTPRequestHandler = HTTPServer = parse_qs = urlparse = None
+    BaseHTTPRequestHandler = ThreadingHTTPServer = parse_qs = urlparse = None
 
 # metav1.Status bodies in the shape the API server sends (written from the API conventions;
 # the recorded fixtures contain Node lists only).
@@ -40,6 +46,31 @@ def status_forbidden(name):
             'message': 'nodes "%s" is forbidden: User "system:serviceaccount:default:reader" cannot get '
                        'resource "nodes" in API group "" at the cluster scope' % name,
             'reason': 'Forbidden', 'details': {'name': name, 'kind': 'nodes'}, 'code': 403}
+
+
+def status_failure(code):
+    """The Status an API server (or its load balancer, as JSON) sends with a 429 or 5xx answer."""
+    reasons = {429: 'TooManyRequests', 500: 'InternalError', 502: 'BadGateway', 503: 'ServiceUnavailable',
+               504: 'Timeout'}
+    messages = {503: 'the server is currently unable to handle the request', 429: 'Too many requests, please '
+                'try again later.', 500: 'Internal error occurred: etcdserver: leader changed'}
+    return {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure',
+            'message': messages.get(code, 'error'), 'reason': reasons.get(code, 'InternalError'), 'code': code}
+
+
+def discovery(path, version):
+    """/version, /api and /apis for a cluster that serves only the core group (enough for Nodes)."""
+    if path == '/version':
+        major, minor = version.lstrip('v').split('.')[:2]
+        return {'major': major, 'minor': minor, 'gitVersion': version, 'gitCommit': '', 'gitTreeState': 'clean',
+                'buildDate': '2025-02-13T00:00:00Z', 'goVersion': 'go1.23.6', 'compiler': 'gc',
+                'platform': 'linux/amd64'}
+    if path == '/api':
+        return {'kind': 'APIVersions', 'versions': ['v1'],
+                'serverAddressByClientCIDRs': [{'clientCIDR': '0.0.0.0/0', 'serverAddress': '127.0.0.1:6443'}]}
+    if path == '/apis':
+        return {'kind': 'APIGroupList', 'apiVersion': 'v1', 'groups': []}
+    return None
 
 
 def selector_matches(selector, labels):
@@ -62,14 +93,19 @@ def selector_matches(selector, labels):
 
 
 class ReplayServer(object):
-    def __init__(self, token='test-token'):
+    def __init__(self, token='test-token', port=0):
         self.token = token
         self.timelines = {}   # name -> [Node dict, ...]
         self.served = {}      # name -> how many times served
         self.requests = []    # (method, path, headers dict)
         self.forbidden = False  # answer 403 (RBAC denies the user) to authenticated requests
+        self.failures = []    # HTTP codes for the next node requests (429, 500, 503, ...)
+        self.delay = 0.0      # seconds every answer is held back
+        self.version = 'v1.31.6+rke2r1'
         self.lock = threading.Lock()
-        self.httpd = HTTPServer(('127.0.0.1', 0), self._handler())
+        ThreadingHTTPServer.allow_reuse_address = True
+        self.httpd = ThreadingHTTPServer(('127.0.0.1', port), self._handler())
+        self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = 'http://127.0.0.1:%d' % self.port
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={'poll_interval': 0.05})
@@ -78,6 +114,10 @@ class ReplayServer(object):
     def add_nodes(self, node_list):
         for node in node_list['items']:
             self.timelines[node['metadata']['name']] = [node]
+            self.version = node['status']['nodeInfo']['kubeletVersion']
+
+    def node_requests(self):
+        return [path for method, path, headers in self.requests if path.startswith('/api/v1/nodes')]
 
     def set_timeline(self, name, nodes):
         self.timelines[name] = list(nodes)
@@ -113,12 +153,20 @@ class ReplayServer(object):
 
             def do_GET(self):
                 url = urlparse(self.path)
+                if server.delay:
+                    time.sleep(server.delay)
                 with server.lock:
                     server.requests.append(('GET', self.path, dict((k.lower(), v) for k, v in self.headers.items())))
                     if self.headers.get('Authorization') != 'Bearer %s' % server.token:
                         return self._send(401, STATUS_UNAUTHORIZED)
+                    found = discovery(url.path, server.version)
+                    if found is not None:
+                        return self._send(200, found)
                     if server.forbidden:
                         return self._send(403, status_forbidden(url.path.rsplit('/', 1)[-1]))
+                    if server.failures and url.path.startswith('/api/v1/nodes'):
+                        code = server.failures.pop(0)
+                        return self._send(code, status_failure(code))
                     if url.path == '/api/v1/nodes':
                         selector = parse_qs(url.query).get('labelSelector', [''])[0]
                         items = [server._next(name) for name in sorted(server.timelines)]

@@ -5,8 +5,10 @@
 No Kubernetes API can run here. The server (k8s_replay.py) answers with the recorded real
 ``kubectl get nodes -o json`` output in tests/fixtures/k8s-nodes (see SOURCE.md there): node
 ``nori`` (RKE2 v1.31.6, vGPU NVIDIA-A16-4Q, nvidia.com/gpu capacity and allocatable 1, GFD labels,
-Ready) and three AKS nodes without GPU resources. The kubernetes client, kubeconfig loading,
-bearer-token auth and HTTP code run for real; only exit_json/fail_json are patched.
+Ready) and three AKS nodes without GPU resources. The kubernetes client, kubernetes.core's client
+(with its API discovery), kubeconfig loading, bearer-token auth and HTTP code run for real; only
+exit_json/fail_json are patched (and not even those where the JSON the module prints is checked).
+These tests use only the module's interface, so they also run against older versions of it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,6 +19,9 @@ import copy
 import json
 import os
 import socket
+import tempfile
+import threading
+import time
 
 import pytest
 
@@ -33,16 +38,13 @@ from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
 kubernetes = pytest.importorskip('kubernetes')
 
 from ansible_collections.baremetal.gpu.plugins.modules import gpu_node_capacity  # noqa: E402
-from ansible_collections.baremetal.gpu.plugins.module_utils.k8s_client import (  # noqa: E402
-    K8sConnectionError,
-    NodeReader,
-    build_configuration,
-)
 from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.k8s_replay import (  # noqa: E402
     ReplayServer,
     write_kubeconfig,
 )
 
+# the real ones, which apply no_log to what the module prints
+REAL_EXIT_JSON, REAL_FAIL_JSON = basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'k8s-nodes')
 TOKEN = 'test-token'
 
@@ -69,16 +71,21 @@ def _warm_up():
     """Import what the kubernetes client imports lazily (about 250 modules, 1.5 s) once, here.
 
     ansible-test runs every test in a forked child; without this each child pays for the imports.
+    One run of the module against a port where nothing listens does it.
     """
     config = {'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'w',
               'clusters': [{'name': 'w', 'cluster': {'server': 'http://127.0.0.1:%d' % _free_port()}}],
               'users': [{'name': 'w', 'user': {'token': 'w'}}],
               'contexts': [{'name': 'w', 'context': {'cluster': 'w', 'user': 'w'}}]}
-    reader = NodeReader(build_configuration({'kubeconfig': config}))
+    saved = basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json
+    basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json = exit_json, fail_json
     try:
-        reader.read_node('warm-up')
-    except K8sConnectionError:
+        with set_module_args({'name': 'warm-up', 'kubeconfig': config, 'timeout': 0}):
+            gpu_node_capacity.main()
+    except (AnsibleExitJson, AnsibleFailJson):
         pass
+    finally:
+        basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json = saved
 
 
 _warm_up()
@@ -106,8 +113,20 @@ def server():
     srv.stop()
 
 
+def fresh_process_state(monkeypatch, tmp_path):
+    """What a new module process starts with; these tests run many modules in one process.
+
+    kubernetes.core's client caches the API discovery in the temporary directory, and the kubernetes
+    client keeps the last kubeconfig loaded as its default configuration, with a hook that puts that
+    kubeconfig's server back at the next request (which would send a later host/api_key run there).
+    """
+    monkeypatch.setattr(tempfile, 'tempdir', str(tmp_path))
+    kubernetes.client.Configuration.set_default(None)
+
+
 @pytest.fixture(autouse=True)
-def patched(monkeypatch):
+def patched(monkeypatch, tmp_path):
+    fresh_process_state(monkeypatch, tmp_path)
     monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
     monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
     for var in ('K8S_AUTH_KUBECONFIG', 'K8S_AUTH_CONTEXT', 'K8S_AUTH_HOST', 'K8S_AUTH_API_KEY',
@@ -147,8 +166,8 @@ def test_recorded_node_meets_expectations(server, tmp_path):
                   'last_transition_time': '2025-03-19T20:41:10Z'},
         'problems': [],
     }]
-    method, path, headers = server.requests[0]
-    assert (method, path) == ('GET', '/api/v1/nodes/nori')
+    assert server.node_requests() == ['/api/v1/nodes/nori']
+    method, path, headers = [r for r in server.requests if r[1] == '/api/v1/nodes/nori'][0]
     assert headers['authorization'] == 'Bearer %s' % TOKEN
     assert headers['user-agent'].startswith('OpenAPI-Generator/')
 
@@ -157,7 +176,7 @@ def test_host_and_api_key_without_kubeconfig(server):
     server.add_nodes(RKE2)
     result = run({'name': ['nori'], 'host': server.url + '/', 'api_key': TOKEN, 'timeout': 0})
     assert result['nodes'][0]['allocatable'] == 1
-    assert server.requests[0][2]['authorization'] == 'Bearer %s' % TOKEN
+    assert all(headers['authorization'] == 'Bearer %s' % TOKEN for method, path, headers in server.requests)
 
 
 def test_environment_fallback_and_context(server, tmp_path, monkeypatch):
@@ -180,9 +199,10 @@ def test_node_gains_capacity_during_the_wait(server, tmp_path):
 
 def test_capacity_not_reached_in_time(server, tmp_path):
     server.set_timeline('nori', [nori_without_plugin(), nori_registering()])
-    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'timeout': 1,
+    # (a timeout long enough for a second read on a loaded machine: connecting reads the discovery first)
+    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'timeout': 4,
                   'expected_per_node': 1}, AnsibleFailJson)
-    assert result['msg'] == 'node nori reports nvidia.com/gpu allocatable 0, expected at least 1 after 1 s'
+    assert result['msg'] == 'node nori reports nvidia.com/gpu allocatable 0, expected at least 1 after 4 s'
     assert result['error'] == 'not_met'
     assert result['attempts'] >= 2
     assert result['nodes'][0]['capacity'] == 1 and result['nodes'][0]['allocatable'] == 0
@@ -220,7 +240,7 @@ def test_label_selector(server, tmp_path):
     result = run({'label_selector': 'nvidia.com/gpu.present=true', 'kubeconfig': kubeconfig(tmp_path, server),
                   'timeout': 0})
     assert [n['name'] for n in result['nodes']] == ['nori']
-    assert server.requests[0][1] == '/api/v1/nodes?labelSelector=nvidia.com/gpu.present%3Dtrue'
+    assert server.node_requests() == ['/api/v1/nodes?labelSelector=nvidia.com/gpu.present%3Dtrue']
 
 
 def test_label_selector_matching_nothing(server, tmp_path):
@@ -259,9 +279,12 @@ def test_unauthorized(server, tmp_path):
     server.add_nodes(RKE2)
     result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server, token='wrong'), 'timeout': 30},
                  AnsibleFailJson)
-    assert result['msg'].startswith('Kubernetes API at %s answered 401 Unauthorized reading node nori '
-                                    '(Unauthorized): the credentials' % server.url)
+    # kubernetes.core's client reads the API discovery first; the credentials are refused there
+    assert result['msg'].startswith('Kubernetes API at the server of kubeconfig %s answered 401 Unauthorized '
+                                    'reading the API discovery (Unauthorized): the credentials'
+                                    % (tmp_path / 'kubeconfig'))
     assert result['error'] == 'unauthorized'
+    assert result['attempts'] == 1
     assert server.requests[0][2]['authorization'] == 'Bearer wrong'
 
 
@@ -275,12 +298,16 @@ def test_forbidden(server, tmp_path):
     assert result['error'] == 'forbidden'
 
 
-def test_connection_refused(tmp_path):
+def test_connection_refused_until_the_timeout(tmp_path):
     url = 'http://127.0.0.1:%d' % _free_port()
-    result = run({'name': 'nori', 'kubeconfig': write_kubeconfig(tmp_path / 'kc', url, TOKEN), 'timeout': 30},
-                 AnsibleFailJson)
-    assert result['msg'].startswith('Kubernetes API at %s unreachable while reading node nori: ' % url)
-    assert 'Connection refused' in result['msg']
+    result = run({'name': 'nori', 'kubeconfig': write_kubeconfig(tmp_path / 'kc', url, TOKEN), 'timeout': 3,
+                  'poll_interval': 0.2}, AnsibleFailJson)
+    assert result['msg'].startswith('Kubernetes API at the server of kubeconfig %s unreachable while reading the '
+                                    'API discovery: ' % (tmp_path / 'kc'))
+    assert 'Connection refused' in result['msg'] and "port=%s" % url.rsplit(':', 1)[1] in result['msg']
+    assert result['msg'].endswith('(still failing after %d attempt(s) in %s s; timeout 3 s)'
+                                  % (result['attempts'], result['elapsed']))
+    assert result['attempts'] >= 2
     assert result['error'] == 'unreachable'
 
 
@@ -308,3 +335,104 @@ def test_name_or_selector_required():
 def test_invalid_product_regex():
     result = run({'name': 'nori', 'gfd_labels': {'product': 'H100('}}, AnsibleFailJson)
     assert result['msg'].startswith("gfd_labels.product 'H100(' is not a valid regular expression")
+
+
+# --- retries within the timeout, request_timeout, kubeconfig in messages (issue 14 item 10) ---
+
+@pytest.mark.parametrize('codes', [[503, 503], [429], [500, 502, 504]])
+def test_retries_5xx_then_reads_the_recorded_node(server, tmp_path, codes):
+    server.add_nodes(RKE2)
+    server.failures = list(codes)
+    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'expected_per_node': 1,
+                  'comparison': '==', 'timeout': 30})
+    assert result['attempts'] == len(codes) + 1
+    assert server.node_requests() == ['/api/v1/nodes/nori'] * (len(codes) + 1)
+    assert result['nodes'][0]['allocatable'] == 1 and result['nodes'][0]['problems'] == []
+
+
+def test_503_until_the_timeout(server, tmp_path):
+    server.add_nodes(RKE2)
+    server.failures = [503] * 1000
+    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'timeout': 3,
+                  'poll_interval': 0.2}, AnsibleFailJson)
+    assert result['msg'].startswith('Kubernetes API at %s answered 503 Service Unavailable reading node nori: '
+                                    'the server is currently unable to handle the request (still failing after '
+                                    % server.url)
+    assert result['error'] == 'api_error'
+    assert result['attempts'] >= 2
+
+
+def test_api_server_that_comes_up_during_the_wait(tmp_path):
+    port = _free_port()
+    late = {}
+
+    def start():
+        late['server'] = ReplayServer(token=TOKEN, port=port).start()
+        late['server'].add_nodes(RKE2)
+
+    timer = threading.Timer(1.0, start)
+    timer.start()
+    try:
+        config = write_kubeconfig(tmp_path / 'kc', 'http://127.0.0.1:%d' % port, TOKEN)
+        result = run({'name': 'nori', 'kubeconfig': config, 'timeout': 20, 'poll_interval': 0.2})
+    finally:
+        timer.join()
+        late['server'].stop()
+    assert result['attempts'] >= 2
+    assert 1.0 <= result['elapsed'] < 20
+    assert result['nodes'][0]['capacity'] == 1
+
+
+def test_api_that_never_answers_is_bounded_by_request_timeout(server, tmp_path):
+    server.add_nodes(RKE2)
+    server.delay = 4
+    start = time.monotonic()
+    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'timeout': 1,
+                  'request_timeout': 1, 'poll_interval': 0.2}, AnsibleFailJson)
+    took = time.monotonic() - start
+    assert result['msg'].startswith('Kubernetes API at the server of kubeconfig %s gave no answer within '
+                                    'request_timeout (1 s) while reading the API discovery'
+                                    % (tmp_path / 'kubeconfig'))
+    assert result['error'] == 'unreachable'
+    # the wait ends at timeout; a request in flight then may take up to request_timeout more
+    assert took < 1 + 1 + 3, took  # (3 s of slack for a loaded machine; without the limit the discovery alone waits 3 x 4 s)
+
+
+def test_request_timeout_zero_is_refused(server, tmp_path):
+    server.add_nodes(RKE2)
+    result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'request_timeout': 0},
+                 AnsibleFailJson)
+    assert result['msg'] == 'request_timeout must be at least 1 second, got 0 (0 does not mean "no limit")'
+    assert server.requests == []
+
+
+def printed_result(capsys, args):
+    """Run the module with the real exit_json/fail_json and return the JSON it printed."""
+    with set_module_args(args):
+        with pytest.raises(SystemExit):
+            gpu_node_capacity.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_kubeconfig_path_is_not_masked(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', REAL_EXIT_JSON)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', REAL_FAIL_JSON)
+    path = str(tmp_path / 'rke2.yaml')
+    result = printed_result(capsys, {'name': 'nori', 'kubeconfig': path, 'timeout': 0})
+    assert result['failed'] is True
+    assert '********' not in result['msg']
+    assert result['msg'].startswith('cannot load Kubernetes configuration (kubeconfig %s, context None' % path)
+    assert result['invocation']['module_args']['kubeconfig'] == path
+
+
+def test_kubeconfig_dictionary_secrets_stay_hidden(server, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', REAL_EXIT_JSON)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', REAL_FAIL_JSON)
+    server.add_nodes(RKE2)
+    with open(kubeconfig(tmp_path, server)) as handle:
+        config = json.load(handle)
+    config['users'][0]['user']['token'] = 'wrong-secret-token-value'
+    result = printed_result(capsys, {'name': 'nori', 'kubeconfig': config, 'timeout': 0})
+    assert result['error'] == 'unauthorized'
+    assert 'wrong-secret-token-value' not in json.dumps(result)
+    assert result['invocation']['module_args']['kubeconfig']['clusters'][0]['cluster']['server'] == server.url

@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""baremetal.gpu.nvidia_smi main() with run_command and the binary lookup mocked.
+"""baremetal.gpu.nvidia_smi main() with the command runner and the binary lookup mocked.
 
 Every reply is a real capture: the XML fixtures, or the failure texts quoted in
 tests/fixtures/nvidia-smi-text/FAILURE_MESSAGES.compiled.txt. The exact command run is asserted.
+The module run as a process, with stand-in nvidia-smi scripts, is test_nvidia_smi_process.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,6 +18,7 @@ import pytest
 
 from ansible.module_utils import basic
 
+from ansible_collections.baremetal.gpu.plugins.module_utils import deadline_run
 from ansible_collections.baremetal.gpu.plugins.modules import nvidia_smi
 from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
     AnsibleExitJson,
@@ -31,8 +33,6 @@ XML_DIR = os.path.join(HERE, '..', '..', '..', 'fixtures', 'nvidia-smi-xml')
 FAILURES = os.path.join(HERE, '..', '..', '..', 'fixtures', 'nvidia-smi-text', 'FAILURE_MESSAGES.compiled.txt')
 
 SMI = '/usr/bin/nvidia-smi'
-TIMEOUT = '/usr/bin/timeout'
-ENV = {'LC_ALL': 'C', 'LANG': 'C'}
 
 
 def xml(name):
@@ -50,20 +50,39 @@ NO_DEVICES = failure_block(2)
 NVML_UNKNOWN = failure_block(4)
 
 
+class Reply(object):
+    """What deadline_run.run_with_deadline returns, for a command that finished (or was killed)."""
+
+    def __init__(self, rc, stdout, stderr, timed_out=False, signals=(), still_running=False, state=None):
+        self.rc = rc
+        self.stdout = stdout.encode('utf-8') if not isinstance(stdout, bytes) else stdout
+        self.stderr = stderr.encode('utf-8') if not isinstance(stderr, bytes) else stderr
+        self.timed_out = timed_out
+        self.signals = list(signals)
+        self.still_running = still_running
+        self.state = state
+        self.pid = 4242
+        self.elapsed = 0.4
+
+    def describe_kill(self, kill_grace):
+        return deadline_run.RunResult.describe_kill(self, kill_grace)
+
+
 class Harness(object):
-    """Records run_command calls and answers them from a queue; owns the binary lookup."""
+    """Records the commands run and answers them from a queue; owns the binary lookup."""
 
     def __init__(self, monkeypatch):
         self.calls = []
         self.replies = []
         self.warnings = []
-        self.bins = {'nvidia-smi': SMI, 'timeout': TIMEOUT}
+        self.bins = {'nvidia-smi': SMI}
         self.lookups = []
         harness = self
 
-        def run_command(module, args, **kwargs):
-            harness.calls.append((args, kwargs))
-            return harness.replies.pop(0)
+        def run(args, timeout):
+            harness.calls.append((args, timeout))
+            reply = harness.replies.pop(0)
+            return reply if isinstance(reply, Reply) else Reply(*reply)
 
         def get_bin_path(module, arg, required=False, opt_dirs=None):
             harness.lookups.append((arg, opt_dirs))
@@ -74,7 +93,7 @@ class Harness(object):
 
         monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
         monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-        monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+        monkeypatch.setattr(nvidia_smi, 'run', run)
         monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', get_bin_path)
         monkeypatch.setattr(basic.AnsibleModule, 'warn', warn)
 
@@ -94,7 +113,7 @@ def harness(monkeypatch):
 
 def test_reads_a100_and_asserts_exact_command(harness):
     result = harness.run({}, (0, xml('telegraf__a100-sxm4-v12.xml'), ''))
-    assert harness.calls == [([TIMEOUT, '-k', '5', '60', SMI, '-q', '-x'], {'environ_update': ENV})]
+    assert harness.calls == [([SMI, '-q', '-x'], 60)]
     assert harness.lookups[0] == ('nvidia-smi', nvidia_smi.SEARCH_DIRS)
     assert result['changed'] is False
     assert result['status'] == 'ok'
@@ -108,6 +127,9 @@ def test_reads_a100_and_asserts_exact_command(harness):
     assert result['attached_gpus'] == 4
     assert result['gpus'][0]['mig_devices'] == 4
     assert result['gpus'][0]['mig_mode'] == 'Enabled'
+    assert result['mig_device_count'] == 4
+    assert result['device_plugin_gpus'] == {'none': 1, 'single': 4, 'mixed': 0}
+    assert result['rc'] == 0 and result['elapsed'] == 0.4
     assert result['mismatches'] == []
     assert harness.warnings == [
         'nvidia-smi reports attached_gpus=4 but lists 1 <gpu> element(s); gpu_count is the number listed']
@@ -118,16 +140,10 @@ def test_timeout_option_and_binary_path(harness, tmp_path):
     binary.write_text(u'#!/bin/sh\n')
     binary.chmod(0o755)
     result = harness.run({'binary_path': str(binary), 'timeout': 7}, (0, xml('telegraf__tesla-t4.xml'), ''))
-    assert harness.calls[0][0] == [TIMEOUT, '-k', '5', '7', str(binary), '-q', '-x']
-    assert [name for name, dirs in harness.lookups] == ['timeout']
+    assert harness.calls == [([str(binary), '-q', '-x'], 7)]
+    assert harness.lookups == []
     assert result['binary'] == str(binary)
-
-
-def test_without_timeout_binary_warns(harness):
-    del harness.bins['timeout']
-    harness.run({}, (0, xml('telegraf__tesla-t4.xml'), ''))
-    assert harness.calls[0][0] == [SMI, '-q', '-x']
-    assert harness.warnings == ['timeout (coreutils) not found; running nvidia-smi without a time limit']
+    assert result['device_plugin_gpus'] == {'none': 1, 'single': 1, 'mixed': 1}
 
 
 def test_check_mode_runs_the_read(harness):
@@ -192,7 +208,7 @@ def test_exit_9_no_driver(harness):
     assert msg.startswith("nvidia-smi couldn't communicate with the NVIDIA driver (rc 9). Likely causes: ")
     for cause in ('kernel module is not loaded', 'nouveau', 'reboot is pending', 'Secure Boot refused'):
         assert cause in msg
-    assert 'command: %s -k 5 60 %s -q -x; rc: 9; stdout: NVIDIA-SMI has failed' % (TIMEOUT, SMI) in msg
+    assert 'command: %s -q -x; rc: 9; stdout: NVIDIA-SMI has failed' % SMI in msg
     assert result['rc'] == 9
     assert result['status'] == 'no_driver_communication' and result['driver_communicating'] is False
 
@@ -238,22 +254,43 @@ def test_unparseable_output(harness):
     result = harness.run({'allow_no_gpu': True}, (0, 'Segmentation fault (core dumped)\n', ''), AnsibleFailJson)
     assert result['msg'].startswith('cannot parse nvidia-smi -q -x output as XML (')
     assert "it starts with: 'Segmentation fault (core dumped)\\n'" in result['msg']
-    assert 'command: %s -k 5 60 %s -q -x' % (TIMEOUT, SMI) in result['msg']
+    assert 'command: %s -q -x; rc: 0; stdout: (empty)' % SMI in result['msg']
     assert result['status'] == 'unparseable_output' and result['driver_communicating'] is None
 
 
-@pytest.mark.parametrize('rc', [124, 137])
-def test_timeout(harness, rc):
-    result = harness.run({'allow_no_gpu': True, 'timeout': 3}, (rc, '', ''), AnsibleFailJson)
-    assert result['msg'].startswith('nvidia-smi -q -x did not finish within 3 s and was killed (timeout)')
-    assert 'rc: %d' % rc in result['msg']
+def test_timeout_killed(harness):
+    reply = Reply(-15, '', '', timed_out=True, signals=['SIGTERM'])
+    result = harness.run({'allow_no_gpu': True, 'timeout': 3}, reply, AnsibleFailJson)
+    assert result['msg'].startswith('nvidia-smi -q -x did not finish within the timeout of 3 s: sent SIGTERM; '
+                                    'it ended on signal SIGTERM. A hung GPU or driver blocks nvidia-smi')
+    assert 'command: %s -q -x; rc: -15' % SMI in result['msg']
     assert result['status'] == 'timeout' and result['driver_communicating'] is None
+    assert result['rc'] == -15
+
+
+def test_timeout_process_stuck_in_the_kernel(harness):
+    reply = Reply(None, '', '', timed_out=True, signals=['SIGTERM', 'SIGKILL'], still_running=True, state='D')
+    result = harness.run({'timeout': 60}, reply, AnsibleFailJson)
+    assert result['msg'].startswith(
+        'nvidia-smi -q -x did not finish within the timeout of 60 s: sent SIGTERM, then SIGKILL after 5 s; it is '
+        'still running (pid 4242, state D: uninterruptible sleep in the kernel) and cannot be killed from user '
+        'space. ')
+    assert result['status'] == 'timeout' and result['rc'] is None
+
+
+def test_command_cannot_start(harness, monkeypatch):
+    def refuse(args, timeout):
+        raise OSError(8, 'Exec format error')
+    monkeypatch.setattr(nvidia_smi, 'run', refuse)
+    result = harness.run({}, expect=AnsibleFailJson)
+    assert result['msg'] == 'cannot run %s -q -x: [Errno 8] Exec format error' % SMI
+    assert result['status'] == 'command_failed'
 
 
 def test_other_failure_names_command(harness):
     result = harness.run({}, (2, '', 'Invalid combination of input arguments.\n'), AnsibleFailJson)
-    assert result['msg'] == ('nvidia-smi failed (rc 2). command: %s -k 5 60 %s -q -x; rc: 2; stdout: (empty); '
-                             'stderr: Invalid combination of input arguments.' % (TIMEOUT, SMI))
+    assert result['msg'] == ('nvidia-smi failed (rc 2). command: %s -q -x; rc: 2; stdout: (empty); '
+                             'stderr: Invalid combination of input arguments.' % SMI)
     assert result['status'] == 'command_failed'
 
 

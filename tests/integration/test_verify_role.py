@@ -1,0 +1,168 @@
+"""playbooks/verify.yml end to end on the controller, with stand-ins for what this machine lacks.
+
+No GPU and no Kubernetes API exist here. So:
+  - the GPU node is this machine (connection local) with a stand-in `nvidia-smi` that prints a real
+    capture (tests/fixtures/nvidia-smi-xml: the GRID P4-1Q vGPU guest with one GPU; the A100 with
+    MIG on and four MIG devices);
+  - the API host is this machine too, with a kubeconfig pointing at the replay server of
+    tests/unit/plugins/modules/k8s_replay.py, which answers with the recorded RKE2 node `nori`
+    (tests/fixtures/k8s-nodes: nvidia.com/gpu capacity and allocatable 1, GFD labels, Ready);
+  - Prometheus is a small HTTP server answering /api/v1/query in the shape of Prometheus's HTTP API
+    (written by hand), with the label the support lookup names for the pinned dcgm-exporter.
+The real playbook, role, modules, kubernetes client and kubernetes.core client run. Every role
+variable is given with -e, as a string. The smoke-test pod needs a real cluster: it is switched off.
+"""
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+import yaml
+
+from conftest import ROOT, ansible_env
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "modules"))
+from k8s_replay import ReplayServer, write_kubeconfig  # noqa: E402  pylint: disable=wrong-import-position
+
+XML = os.path.join(ROOT, "tests", "fixtures", "nvidia-smi-xml")
+NODES = os.path.join(ROOT, "tests", "fixtures", "k8s-nodes", "edgexr__rke2-vgpu-A16-4Q-nodes.json")
+TOKEN = "verify-test-token"
+PLAYBOOK = os.path.join(ROOT, "playbooks", "verify.yml")
+sys.path.insert(0, os.path.join(ROOT, ".ansible", "collections"))
+from ansible_collections.baremetal.gpu.plugins.module_utils import support  # noqa: E402  pylint: disable=wrong-import-position
+
+NODE_LABEL = support.DCGM_EXPORTER["node_label"]
+
+
+class FakePrometheus:
+    """/api/v1/query answered with one series per node name given, labelled with the exporter's label."""
+
+    def __init__(self, nodes):
+        self.nodes = list(nodes)
+        self.queries = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                url = urlparse(self.path)
+                outer.queries.append(parse_qs(url.query).get("query", [""])[0])
+                body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
+                    {"metric": {NODE_LABEL: node}, "value": [1767225600.0, "1"]} for node in outer.nodes]}})
+                data = body.encode("utf-8")
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def api(tmp_path):
+    server = ReplayServer(token=TOKEN).start()
+    with open(NODES, encoding="utf-8") as handle:
+        server.add_nodes(json.load(handle))
+    yield server
+    server.stop()
+
+
+def run_verify(tmp_path, api, capture, prometheus_nodes, extra):
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\ncat %s\n" % os.path.join(XML, capture))
+    smi.chmod(0o755)
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.url, TOKEN)
+    python = os.path.join(ROOT, ".venv", "bin", "python")
+    inventory = {"all": {"children": {
+        "gpu_nodes": {"hosts": {"gpu-node": {"ansible_connection": "local", "ansible_python_interpreter": python,
+                                             "verify_node_name": "nori"}}},
+        "k8s_control": {"hosts": {"api-host": {"ansible_connection": "local",
+                                               "ansible_python_interpreter": python}}},
+    }}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    prometheus = FakePrometheus(prometheus_nodes)
+    evars = {
+        "ansible_become": "false",
+        "cluster_kubeconfig": kubeconfig,
+        "verify_nvidia_smi_path": str(smi),
+        "verify_nvidia_smi_timeout": "20",
+        "verify_expect_gpu": "true",
+        "verify_capacity_timeout": "2",
+        "verify_smoke_test_enabled": "false",
+        "verify_prometheus_url": prometheus.url + "/",
+        "verify_prometheus_timeout": "0",
+    }
+    evars.update(extra)
+    args = ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), PLAYBOOK]
+    for key, value in evars.items():
+        args += ["-e", "%s=%s" % (key, value)]
+    env = ansible_env({"TMPDIR": str(tmp_path)})
+    try:
+        res = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300, check=False)
+    finally:
+        prometheus.stop()
+    return res, res.stdout + res.stderr, prometheus
+
+
+def test_one_gpu_node_verified_end_to_end(tmp_path, api):
+    res, out, prometheus = run_verify(tmp_path, api, "telegraf__tesla_p4.xml", ["nori"],
+                                      {"verify_gpu_count": "1", "verify_driver_branch": "513",
+                                       "verify_capacity_replicas": "1"})
+    assert res.returncode == 0, out[-4000:]
+    assert "gpu-node: driver 513.46 (branch 513, CUDA 11.6), 1 GPU(s): GRID P4-1Q" in out
+    assert "Cluster part runs on api-host" in out
+    assert "nori (gpu-node): nvidia.com/gpu = 1 expected (1 x 1 replicas, MIG strategy none)" in out
+    # the module read the recorded node through the replay server
+    assert "/api/v1/nodes/nori" in api.node_requests()
+    assert prometheus.queries == ["count by (%s) (DCGM_FI_DEV_GPU_TEMP)" % NODE_LABEL]
+    assert "DCGM series present for nori" in out
+    assert "failed=0" in out
+
+
+def test_mig_single_counts_mig_devices(tmp_path, api):
+    # The A100 capture has MIG on with four MIG devices: with the single strategy the node must
+    # advertise 4 nvidia.com/gpu; the recorded node advertises 1, so the capacity check fails, naming both.
+    res, out, prometheus = run_verify(tmp_path, api, "telegraf__a100-sxm4-v12.xml", ["nori"],
+                                      {"verify_mig_strategy": "single", "verify_capacity_gfd_labels": "false"})
+    assert res.returncode != 0
+    assert "nori (gpu-node): nvidia.com/gpu = 4 expected (4 x 1 replicas, MIG strategy single)" in out
+    assert "node nori reports nvidia.com/gpu capacity 1, expected 4 after 2 s" in out
+    assert prometheus.queries == []  # the play stopped at the failed capacity check
+
+
+def test_prometheus_without_the_node_fails(tmp_path, api):
+    res, out, prometheus = run_verify(tmp_path, api, "telegraf__tesla_p4.xml", ["some-other-node"], {})
+    assert res.returncode != 0
+    assert "has no DCGM series (count by (%s) (DCGM_FI_DEV_GPU_TEMP)) for nori" % NODE_LABEL in out
+    assert "found some-other-node" in out
+
+
+def test_module_defaults_group_reaches_gpu_node_capacity(tmp_path, api):
+    # meta/runtime.yml: group/baremetal.gpu.k8s = gpu_node_capacity + kubernetes.core's k8s group
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.url, TOKEN)
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{
+        "name": "module_defaults through the collection's k8s group",
+        "hosts": "localhost",
+        "gather_facts": False,
+        "module_defaults": {"group/baremetal.gpu.k8s": {"kubeconfig": kubeconfig}},
+        "tasks": [{"name": "Read nori with only the node name given",
+                   "baremetal.gpu.gpu_node_capacity": {"name": "nori", "timeout": 0}}],
+    }]))
+    res = subprocess.run(["ansible-playbook", "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml")],
+                         capture_output=True, text=True, env=ansible_env({"TMPDIR": str(tmp_path)}), timeout=120,
+                         check=False)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
+    assert api.node_requests() == ["/api/v1/nodes/nori"]
