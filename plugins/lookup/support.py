@@ -23,6 +23,9 @@ description:
     V(os_matrix), the rows of that matrix (name, codename, family, whether a test node runs it).
   - V(architectures), the CPU architectures the host layer supports.
   - V(driver_support), NVIDIA's driver branch support table with its source and date.
+  - "V(node_name), the Kubernetes node name of the current host: the host variable C(baremetal_gpu_node_name) when
+    set (refused, naming it, when Kubernetes would refuse the name), else the machine's node name (C(uname -n)),
+    else the inventory name."
   - V(dcgm_exporter), what must agree with the pinned dcgm-exporter release (its chart version, the label that
     carries the node name), shared by the dcgm_exporter and kube_prometheus roles and the verification.
 author:
@@ -33,7 +36,8 @@ options:
     required: true
     type: list
     elements: str
-    choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support, dcgm_exporter]
+    choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support, dcgm_exporter,
+              node_name]
 seealso:
   - plugin: baremetal.gpu.driver_branch_status
     plugin_type: filter
@@ -73,6 +77,14 @@ def _runtime_class_name(variables, templar):
     return support.runtime_class_name(override)
 
 
+def _node_name(variables, templar):
+    override = variables.get(support.NODE_NAME_VARIABLE)
+    if override is not None:
+        override = templar.template(override)
+    facts = variables.get('ansible_facts') or {}
+    return support.node_name(override, facts.get('nodename'), variables.get('inventory_hostname'))
+
+
 DATA = {
     'runtime_class_name': _runtime_class_name,
     'runtime_handler': lambda variables, templar: support.RUNTIME_HANDLER,
@@ -81,6 +93,7 @@ DATA = {
     'architectures': lambda variables, templar: list(support.ARCHITECTURES),
     'driver_support': lambda variables, templar: dict(support.DRIVER_SUPPORT),
     'dcgm_exporter': lambda variables, templar: dict(support.DCGM_EXPORTER),
+    'node_name': _node_name,
 }
 
 

@@ -54,6 +54,25 @@ def runtime_class_name(override=None):
     return name
 
 
+# The Kubernetes node name of a host: this host variable, else the machine's node name (uname -n).
+NODE_NAME_VARIABLE = 'baremetal_gpu_node_name'
+_DNS_SUBDOMAIN = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
+
+
+def node_name(override, nodename, inventory_hostname):
+    """The Kubernetes node name: ``override`` (baremetal_gpu_node_name) or ``nodename`` or the inventory name.
+
+    Raises ValueError, naming the variable, for a value Kubernetes would refuse as a node name.
+    """
+    if override is not None and str(override).strip() != '':
+        name = str(override)
+        if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+            raise ValueError('%s must be a Kubernetes node name (a lower case DNS name such as gpu-01.example.internal), '
+                             'got %r' % (NODE_NAME_VARIABLE, name))
+        return name
+    return str(nodename or inventory_hostname)
+
+
 # --------------------------------------------------------------------------------------------
 # dcgm-exporter: what changes between exporter releases and must agree across the dcgm_exporter
 # chart pin, the Grafana dashboard revision, the GPU alerts and the verify role's Prometheus

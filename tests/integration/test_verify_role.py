@@ -88,7 +88,7 @@ def run_verify(tmp_path, api, capture, prometheus_nodes, extra):
     python = os.path.join(ROOT, ".venv", "bin", "python")
     inventory = {"all": {"children": {
         "gpu_nodes": {"hosts": {"gpu-node": {"ansible_connection": "local", "ansible_python_interpreter": python,
-                                             "verify_node_name": "nori"}}},
+                                             "baremetal_gpu_node_name": "nori"}}},
         "k8s_control": {"hosts": {"api-host": {"ansible_connection": "local",
                                                "ansible_python_interpreter": python}}},
     }}}

@@ -178,3 +178,18 @@ def test_runtime_class_name_refusals(override, words):
         support.runtime_class_name(override)
     for word in words:
         assert word in str(err.value)
+
+
+@pytest.mark.parametrize('override, nodename, host, expected', [
+    (None, 'gpu-01', 'inv-1', 'gpu-01'), ('', 'gpu-01', 'inv-1', 'gpu-01'), (None, None, 'inv-1', 'inv-1'),
+    ('gpu-01.example.internal', 'x', 'y', 'gpu-01.example.internal'),
+])
+def test_node_name(override, nodename, host, expected):
+    assert support.node_name(override, nodename, host) == expected
+
+
+@pytest.mark.parametrize('override', ['GPU_01', 'gpu 01', '-gpu', 'a' * 254])
+def test_node_name_refusals(override):
+    with pytest.raises(ValueError) as err:
+        support.node_name(override, 'x', 'y')
+    assert 'baremetal_gpu_node_name must be a Kubernetes node name' in str(err.value)
