@@ -680,10 +680,10 @@ def test_existing_secret_needs_no_password(tmp_path):
     assert by_kind(dirs["kube_prometheus"], "Secret") == []
 
 
-def test_helm_release_refuses_to_run_alone(tmp_path):
+def test_cluster_addons_refuses_to_run_alone(tmp_path):
     play = os.path.join(str(tmp_path), "play.yml")
     with open(play, "w", encoding="utf-8") as fh:
-        fh.write(PLAY % "    - role: baremetal.gpu._helm_release")
+        fh.write(PLAY % "    - role: baremetal.gpu.cluster_addons")
     res = run_playbook(play, extra_env=NO_CLUSTER_ENV)
     assert res.returncode != 0
     assert "internal to the cluster roles" in res.stdout

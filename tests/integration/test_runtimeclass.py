@@ -201,6 +201,6 @@ def test_gives_up_on_an_api_that_never_answers(tmp_path):
     res = run_playbook(play(tmp_path), "-e", "cluster_addons_kubeconfig=%s" % kubeconfig,
                        "-e", "cluster_addons_api_wait_timeout=5", extra_env=NO_CLUSTER_ENV)
     assert res.returncode != 0
-    assert failed_task(res) == "baremetal.gpu._helm_release : Preflight | Wait for the Kubernetes API to answer"
+    assert failed_task(res) == "baremetal.gpu.cluster_addons : Preflight | Wait for the Kubernetes API to answer"
     assert res.stdout.count("FAILED - RETRYING") == 1  # 5 s: one retry after the first try, then it gives up
     assert recap(res)["changed"] == 0
