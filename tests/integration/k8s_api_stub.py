@@ -3,8 +3,9 @@
 It answers what kubernetes.core.k8s_info and kubernetes.core.k8s (apply) ask, as the API server does:
 discovery (/version, /api, /apis and the resource lists of the groups it serves), GET of a named
 object (the object or a 404 Status), POST (create, 201) and PATCH (merge patch, 200) of cluster-scoped
-RuntimeClasses and of Namespaces. Objects are served from ``objects`` ({path: object}); every request
-is recorded as (method, path). ``unavailable`` answers the next N requests with 503 (an API server
+RuntimeClasses and of Namespaces; with ``?dryRun=All`` (kubernetes.core.k8s in check mode) nothing is
+stored. Objects are served from ``objects`` ({path: object}); every request is recorded as (method, path),
+dry runs in ``dry_runs``. ``unavailable`` answers the next N requests with 503 (an API server
 that is starting, as right after an RKE2 server restart). The bodies follow the API conventions
 (metav1.Status, APIResourceList, APIGroupList); the objects come from the tests' fixtures.
 """
@@ -17,7 +18,9 @@ RESOURCES = {
     "/api/v1": [{"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace",
                  "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ns"]},
                 {"name": "nodes", "singularName": "node", "namespaced": False, "kind": "Node",
-                 "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["no"]}],
+                 "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["no"]},
+                {"name": "secrets", "singularName": "secret", "namespaced": True, "kind": "Secret",
+                 "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}],
     "/apis/node.k8s.io/v1": [{"name": "runtimeclasses", "singularName": "runtimeclass", "namespaced": False,
                               "kind": "RuntimeClass",
                               "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}],
@@ -26,7 +29,9 @@ RESOURCES = {
                                        "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update",
                                                  "watch"]}],
     "/apis/apps/v1": [{"name": "daemonsets", "singularName": "daemonset", "namespaced": True, "kind": "DaemonSet",
-                       "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ds"]}],
+                       "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ds"]},
+                      {"name": "deployments", "singularName": "deployment", "namespaced": True, "kind": "Deployment",
+                       "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["deploy"]}],
 }
 GROUPS = ["node.k8s.io", "apiextensions.k8s.io", "apps"]
 
@@ -54,6 +59,7 @@ class ApiStub(object):
         self.objects = {k: copy.deepcopy(v) for k, v in (objects or {}).items()}
         self.unavailable = unavailable
         self.requests = []
+        self.dry_runs = []
         self.lock = threading.Lock()
         self.resource_version = 1000
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -111,8 +117,9 @@ class ApiStub(object):
 
             def _answer(self, method):
                 path = self.path.split("?", 1)[0].rstrip("/")
+                dry_run = "dryRun=" in self.path
                 with stub.lock:
-                    stub.requests.append((method, path))
+                    (stub.dry_runs if dry_run and method != "GET" else stub.requests).append((method, path))
                     if stub.unavailable > 0:
                         stub.unavailable -= 1
                         return self._send(503, status(503, "ServiceUnavailable", "the server is starting up"))
@@ -123,11 +130,12 @@ class ApiStub(object):
                         target = "%s/%s" % (path, obj["metadata"]["name"])
                         if target in stub.objects:
                             return self._send(409, status(409, "AlreadyExists", "%s already exists" % target))
-                        return self._send(201, stub._store(target, obj))
+                        return self._send(201, obj if dry_run else stub._store(target, obj))
                     if method == "PATCH":
                         if path not in stub.objects:
                             return self._send(404, status(404, "NotFound", "%s not found" % path))
-                        return self._send(200, stub._store(path, merge(stub.objects[path], self._body())))
+                        merged = merge(stub.objects[path], self._body())
+                        return self._send(200, merged if dry_run else stub._store(path, merged))
                     return self._send(405, status(405, "MethodNotAllowed", method))
 
             def _get(self, path):
@@ -147,8 +155,10 @@ class ApiStub(object):
                                             "groupVersion": group_version, "resources": RESOURCES[path]})
                 if path in stub.objects:
                     return self._send(200, stub.objects[path])
-                if path in ("/apis/apps/v1/daemonsets", "/api/v1/nodes"):
-                    return self._send(200, {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": []})
+                if path.rsplit("/", 1)[-1] in ("daemonsets", "deployments", "nodes", "secrets"):
+                    # Collections (a label selector in the query): none of these objects exist here.
+                    return self._send(200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+                                            "items": []})
                 return self._send(404, status(404, "NotFound", "%s not found" % path.rsplit("/", 1)[-1]))
 
             def do_GET(self):
