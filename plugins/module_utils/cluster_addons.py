@@ -184,7 +184,7 @@ def runtime_class_decision(existing, name, handler, managed_by='baremetal.gpu'):
 
 def crds_served(crd_names, api_versions):
     """The CRDs of ``crd_names`` (plural.group) whose group appears in ``api_versions`` (group/version[/Kind])."""
-    groups = set(str(v).split('/')[0] for v in (api_versions or []) if '/' in str(v))
+    groups = set(str(v).split('/', 1)[0] for v in (api_versions or []) if '/' in str(v))
     return [n for n in (crd_names or []) if n.split('.', 1)[-1] in groups]
 
 

@@ -8,7 +8,9 @@
 - selector_matches: Kubernetes label selectors (matchLabels, matchExpressions), for Prometheus's
   ServiceMonitor and rule selectors.
 """
+import functools
 import glob
+import gzip
 import os
 
 import jsonschema
@@ -28,25 +30,38 @@ _Loader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.c
 
 
 def load_docs(text_or_path):
+    """The documents of a YAML text, or of a file (``.gz``: gzip-compressed)."""
     text = text_or_path
     if os.path.exists(str(text_or_path)):
-        with open(text_or_path, encoding="utf-8") as fh:
+        opener = gzip.open if str(text_or_path).endswith(".gz") else open
+        with opener(text_or_path, "rt", encoding="utf-8") as fh:
             text = fh.read()
     return [d for d in yaml.load_all(text, Loader=_Loader) if d is not None]
 
 
+def crd_fixture(name):
+    """tests/fixtures/crds/<name>.yaml, or <name>.yaml.gz (the large and multi-document ones)."""
+    for path in (os.path.join(CRD_DIR, name + ".yaml"), os.path.join(CRD_DIR, name + ".yaml.gz")):
+        if os.path.exists(path):
+            return path
+    raise AssertionError("no CRD fixture %s(.gz) in %s" % (name, CRD_DIR))
+
+
 def crd_files(nfd_version=None):
     """The CRD fixture files: every monitoring.coreos.com one, and the NFD CRDs of ``nfd_version`` (if any)."""
-    files = sorted(glob.glob(os.path.join(CRD_DIR, "monitoring.coreos.com_*.yaml")))
+    files = sorted(glob.glob(os.path.join(CRD_DIR, "monitoring.coreos.com_*.yaml*")))
     if nfd_version:
-        path = os.path.join(CRD_DIR, "nfd.k8s-sigs.io_nfd-api-crds_v%s.yaml" % nfd_version)
-        assert os.path.exists(path), "no NFD CRD fixture for NFD %s: %s" % (nfd_version, path)
-        files.append(path)
+        files.append(crd_fixture("nfd.k8s-sigs.io_nfd-api-crds_v%s" % nfd_version))
     return files
 
 
 def crd_schemas(files):
-    """{(apiVersion, kind): openAPIV3Schema} of the CRDs in ``files``."""
+    """{(apiVersion, kind): openAPIV3Schema} of the CRDs in ``files`` (read once per set of files)."""
+    return _crd_schemas(tuple(files))
+
+
+@functools.lru_cache(maxsize=None)
+def _crd_schemas(files):
     schemas = {}
     for path in files:
         for crd in load_docs(path):
@@ -57,7 +72,7 @@ def crd_schemas(files):
 
 
 def custom_groups(schemas):
-    return {key[0].split("/")[0] for key in schemas}
+    return {key[0].split("/", maxsplit=1)[0] for key in schemas}
 
 
 class Validator(object):
@@ -71,7 +86,7 @@ class Validator(object):
     def validate(self, obj):
         """Raise on an invalid object or one of a kind without a schema; return 'crd' or 'builtin'."""
         key = (obj.get("apiVersion"), obj.get("kind"))
-        group = str(key[0]).split("/")[0] if "/" in str(key[0]) else ""
+        group = str(key[0]).split("/", maxsplit=1)[0] if "/" in str(key[0]) else ""
         if key in self.schemas:
             # The validator class directly: the CRD patterns use Go regex syntax ((?i) mid-pattern) that
             # the metaschema check rejects.

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, ansible_env
-from k8s_objects import Validator, crd_files, crd_schemas, load_docs, namespace_labels, selector_matches
+from k8s_objects import Validator, crd_files, crd_fixture, crd_schemas, load_docs, namespace_labels, selector_matches
 
 CHART_DIR = os.environ.get("BAREMETAL_GPU_CHART_DIR", "").strip()
 KUBE_VERSIONS = ["1.29.0", "1.33.0"]
@@ -540,13 +540,13 @@ def test_grafana_service_as_given(rendered, host):
 
 
 @pytest.mark.parametrize("chart,member,fixture", [
-    ("kube-prometheus-stack", "kube-prometheus-stack/charts/crds/crds/crd-%s.yaml", "monitoring.coreos.com_%s.yaml"),
+    ("kube-prometheus-stack", "kube-prometheus-stack/charts/crds/crds/crd-%s.yaml", "monitoring.coreos.com_%s"),
 ])
 @pytest.mark.parametrize("kind", ["prometheuses", "alertmanagers", "prometheusrules", "servicemonitors", "podmonitors"])
 def test_crd_fixtures_are_those_of_the_pinned_chart(chart, member, fixture, kind):
     with tarfile.open(os.path.join(CHART_DIR, "%s-%s.tgz" % (chart, PINS[chart]))) as tar:
         shipped = load_docs(tar.extractfile(member % kind).read().decode())
-    carried = load_docs(os.path.join(ROOT, "tests", "fixtures", "crds", fixture % kind))
+    carried = load_docs(crd_fixture(fixture % kind))
     assert [d["spec"] for d in shipped] == [d["spec"] for d in carried]
 
 

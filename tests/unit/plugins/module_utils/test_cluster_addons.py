@@ -127,7 +127,7 @@ def test_crds_served_and_api_versions():
     assert cluster_addons.crds_served(names, ['monitoring.coreos.com/v1']) == names[:1]
     assert cluster_addons.crds_served(names, ['monitoring.coreos.com/v1', 'nfd.k8s-sigs.io/v1alpha1/NodeFeature']) == names
     assert cluster_addons.crds_served(names, []) == []
+    nfd_versions = [{'name': 'v1alpha1', 'served': True}, {'name': 'v1alpha0', 'served': False}]
     crds = [{'spec': {'group': 'monitoring.coreos.com', 'versions': [{'name': 'v1', 'served': True}]}},
-            {'spec': {'group': 'nfd.k8s-sigs.io', 'versions': [{'name': 'v1alpha1', 'served': True},
-                                                                {'name': 'v1alpha0', 'served': False}]}}]
+            {'spec': {'group': 'nfd.k8s-sigs.io', 'versions': nfd_versions}}]
     assert cluster_addons.crd_api_versions(crds) == ['monitoring.coreos.com/v1', 'nfd.k8s-sigs.io/v1alpha1']
