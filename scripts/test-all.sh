@@ -9,6 +9,8 @@
 #   ONLY_SCENARIOS  space-separated subset of molecule scenarios to run
 #   SKIP_MOLECULE=1 skip the molecule stage (reported as NOT RUN)
 #   MOLECULE_TIMEOUT time limit per scenario in seconds (default 1800; one retry on timeout)
+#   BAREMETAL_GPU_CHART_DIR the pinned chart tarballs for tests/integration/test_charts.py
+#                   (default ../shared/charts when it exists; else that row is NOT RUN)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
