@@ -81,6 +81,21 @@ DCGM_EXPORTER = {
     'chart_version': '4.8.2',
     # The label that carries the node's name on every DCGM series of this exporter.
     'node_label': 'Hostname',
+    # Grafana dashboard 12239 at the revision written for this exporter's field names and labels:
+    # roles/kube_prometheus/files/<file>, from NVIDIA/dcgm-exporter grafana/dcgm-exporter-dashboard.json
+    # at commit <revision> (changes listed in <file without .json>.SOURCE.md); sha256 of the file as carried.
+    'dashboard': {
+        'gnet_id': 12239,
+        'revision': 'cffaeb8102bc50ba90fed17c2a9cad8900c3f5fa',
+        'file': 'nvidia-dcgm-exporter-dashboard.json',
+        'sha256': '1bfb625de1d9397e05b9482771c211215c54d0f09345b9f19030a55f9ef33569',
+    },
+    # The DCGM fields the GPU alerts of kube_prometheus query (4.9.0 renames fields: they change with the pin).
+    'alert_metrics': {
+        'xid': 'DCGM_FI_DEV_XID_ERRORS',
+        'temperature': 'DCGM_FI_DEV_GPU_TEMP',
+        'ecc_dbe': 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL',
+    },
 }
 
 

@@ -8,6 +8,7 @@ Each file tests/integration/bad_inputs/<role>.yml is a YAML list of cases:
       facts: {distribution: Gentoo}          # optional: overrides merged into ansible_facts
       expect: "nvidia_driver_branch"         # substring the failure output must contain
       tags: [nvidia_driver_preflight]        # optional: only run these tags
+      cli: {nvidia_driver_branch: "abc"}     # optional: also passed as -e name=value (strings, as users type them)
 
 The runner applies the role to localhost (connection local) in **check mode**, with
 facts gathered from this machine and then the case's overrides merged in, and asserts:
@@ -59,6 +60,8 @@ def test_bad_input_refused(case, tmp_path):
     (tmp_path / "case_vars.yml").write_text(yaml.safe_dump(vars_))
     (tmp_path / "play.yml").write_text(PLAY % case["role"])
     args = ["--check"]
+    for name, value in (case.get("cli") or {}).items():
+        args += ["-e", "%s=%s" % (name, value)]
     if case.get("tags"):
         args += ["--tags", ",".join(case["tags"])]
     res = run_playbook(str(tmp_path / "play.yml"), *args, timeout=300)

@@ -1,10 +1,19 @@
-"""RuntimeClass "nvidia" from rke2_nvidia_runtime (entry point runtimeclass), rendered and validated.
+"""baremetal.gpu.runtime_class: the RuntimeClass of the NVIDIA runtime, rendered, validated, and applied.
 
-There is no Kubernetes API here, so the role runs in render mode (rke2_nvidia_runtime_render_dir), as
-the cluster layer does with cluster_addons_render_dir, against localhost with the API pointed at
-nothing. The manifest is validated against the Kubernetes OpenAPI schemas (kubernetes-validate,
-strict) of every supported Kubernetes version.
+Render mode (cluster_addons_render_dir) writes the manifest; it is validated against the Kubernetes
+OpenAPI schemas (kubernetes-validate, strict) of every supported Kubernetes version.
+
+Cluster mode runs against an API stand-in on 127.0.0.1 (tests/integration/k8s_api_stub.py): the real
+kubernetes client of kubernetes.core does discovery, GET, POST over HTTP. The RuntimeClass that RKE2
+adopts into its rke2-runtimeclasses Helm release is tests/fixtures/k8s-api/rke2-runtimeclass-nvidia.json.
+  - none exists: created, and a second run changes nothing;
+  - RKE2's (Helm release, same handler): left alone and reported, nothing written;
+  - another handler: refused before any change, naming the owner, the handler and what to do;
+  - an API that answers 503 at first (right after an RKE2 server restart): waited for, bounded;
+    one that never answers: a clear failure after cluster_addons_api_wait_timeout.
 """
+import copy
+import json
 import os
 import re
 import stat
@@ -13,9 +22,15 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from conftest import run_playbook
+from conftest import ROOT, run_playbook
+from k8s_api_stub import ApiStub
 
 K8S_VERSIONS = ["1.29.0", "1.30.0", "1.31.0", "1.32.0", "1.33.0"]
+RC_PATH = "/apis/node.k8s.io/v1/runtimeclasses/nvidia"
+NS_PATH = "/api/v1/namespaces/kube-system"
+KUBE_SYSTEM = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}}
+with open(os.path.join(ROOT, "tests", "fixtures", "k8s-api", "rke2-runtimeclass-nvidia.json"), encoding="utf-8") as _fh:
+    RKE2_RC = json.load(_fh)
 NO_CLUSTER_ENV = {
     "K8S_AUTH_HOST": "https://127.0.0.1:9",
     "K8S_AUTH_KUBECONFIG": "/nonexistent/kubeconfig",
@@ -25,19 +40,25 @@ PLAY = """---
 - name: RuntimeClass, as the cluster layer applies it
   hosts: localhost
   gather_facts: false
-  tasks:
-    - name: RuntimeClass
-      ansible.builtin.include_role:
-        name: baremetal.gpu.rke2_nvidia_runtime
-        tasks_from: runtimeclass
+  roles:
+    - role: baremetal.gpu.runtime_class
 """
 
 
+def play(tmp_path):
+    path = tmp_path / "play.yml"
+    path.write_text(PLAY)
+    return str(path)
+
+
 def render(tmp_path, *args):
-    play = tmp_path / "play.yml"
-    play.write_text(PLAY)
-    return run_playbook(str(play), "-e", "rke2_nvidia_runtime_render_dir=%s" % (tmp_path / "out"), *args,
+    return run_playbook(play(tmp_path), "-e", "cluster_addons_render_dir=%s" % (tmp_path / "out"), *args,
                         extra_env=NO_CLUSTER_ENV)
+
+
+def against(stub, tmp_path, *args):
+    kubeconfig = stub.kubeconfig(tmp_path / "kubeconfig")
+    return run_playbook(play(tmp_path), "-e", "cluster_addons_kubeconfig=%s" % kubeconfig, *args, extra_env=NO_CLUSTER_ENV)
 
 
 def recap(res):
@@ -46,12 +67,9 @@ def recap(res):
     return {"changed": int(match.group(2)), "failed": int(match.group(4))}
 
 
-@pytest.fixture(scope="module")
-def rendered(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("runtimeclass")
-    first = render(tmp)
-    second = render(tmp)
-    return {"first": first, "second": second, "file": tmp / "out" / "runtimeclass-nvidia.yaml", "tmp": tmp}
+def failed_task(res):
+    head = res.stdout.split("fatal:")[0]
+    return re.findall(r"^TASK \[(?P<name>[^\]]*)\]", head, re.M)[-1]
 
 
 def load(path):
@@ -61,14 +79,24 @@ def load(path):
     return docs[0]
 
 
+# ---------------------------------------------------------------- render mode
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("runtimeclass")
+    first = render(tmp)
+    second = render(tmp)
+    return {"first": first, "second": second, "file": tmp / "out" / "runtime_class" / "manifests" / "01-runtimeclass-nvidia.yaml"}
+
+
 def test_render_succeeds_without_a_cluster(rendered):
     res = rendered["first"]
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    assert recap(res)["changed"] == 2  # the directory and the manifest
-    # The cluster task was skipped, never attempted.
-    block = re.search(r"TASK \[[^\]]*RuntimeClass \| Apply it to the cluster\] \*+\n(.*?)(?=\nTASK |\nPLAY RECAP)",
-                      res.stdout, re.S).group(1)
-    assert "skipping" in block and "ok:" not in block and "changed:" not in block
+    assert recap(res)["changed"] == 2  # the directories and the manifest
+    assert "Render mode: RuntimeClass nvidia (handler nvidia) is rendered, not applied" in res.stdout
+    for task in ("Preflight | Read the RuntimeClass if it exists", "Preflight | Wait for the Kubernetes API to answer"):
+        block = re.search(r"TASK \[[^\]]*%s\] \*+\n(.*?)(?=\nTASK |\nPLAY RECAP)" % re.escape(task), res.stdout, re.S).group(1)
+        assert "skipping" in block and "ok:" not in block and "changed:" not in block
 
 
 def test_second_render_changes_nothing(rendered):
@@ -80,8 +108,7 @@ def test_manifest_content_and_mode(rendered):
     path = rendered["file"]
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
-    text = path.read_text()
-    assert text.startswith("#")  # ansible_managed
+    assert path.read_text().startswith("#")  # ansible_managed
     assert load(path) == {
         "apiVersion": "node.k8s.io/v1",
         "kind": "RuntimeClass",
@@ -97,28 +124,83 @@ def test_manifest_matches_kubernetes_schema(rendered, k8s_version):
 
 
 def test_schema_check_is_real(rendered):
-    # The same validation refuses a RuntimeClass with a misspelt field, and one without its handler.
     obj = load(rendered["file"])
     for bad in ({**obj, "handlers": "nvidia"}, {k: v for k, v in obj.items() if k != "handler"}):
         with pytest.raises(kubernetes_validate.utils.ValidationError):
             kubernetes_validate.validate(bad, K8S_VERSIONS[-1], strict=True)
 
 
-def test_other_names(tmp_path):
-    res = render(tmp_path, "-e", "rke2_nvidia_runtime_runtimeclass_name=gpu", "-e", "rke2_nvidia_runtime_name=nvidia-cdi")
+def test_the_one_name_override(tmp_path):
+    res = render(tmp_path, "-e", "baremetal_gpu_runtime_class_name=gpu")
     assert res.returncode == 0, res.stdout[-3000:]
-    obj = load(tmp_path / "out" / "runtimeclass-gpu.yaml")
-    assert obj["metadata"]["name"] == "gpu" and obj["handler"] == "nvidia-cdi"
+    obj = load(tmp_path / "out" / "runtime_class" / "manifests" / "01-runtimeclass-gpu.yaml")
+    assert obj["metadata"]["name"] == "gpu" and obj["handler"] == "nvidia"
     for version in K8S_VERSIONS:
         kubernetes_validate.validate(obj, version, strict=True)
 
 
-def test_without_render_dir_it_talks_to_the_cluster(tmp_path):
-    # No render dir: the role tries the (absent) API and fails there, which shows it really applies.
-    play = tmp_path / "play.yml"
-    play.write_text(PLAY)
-    res = run_playbook(str(play), "-e", "rke2_nvidia_runtime_kubeconfig=/nonexistent/kubeconfig",
-                       extra_env=NO_CLUSTER_ENV)
+# ---------------------------------------------------------------- cluster mode (API stand-in)
+
+def test_creates_the_runtime_class_then_changes_nothing(tmp_path):
+    with ApiStub({NS_PATH: KUBE_SYSTEM}) as stub:
+        res = against(stub, tmp_path)
+        assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+        assert recap(res)["changed"] == 1
+        assert "RuntimeClass nvidia does not exist: creating it" in res.stdout
+        assert stub.writes() == [("POST", "/apis/node.k8s.io/v1/runtimeclasses")]
+        created = stub.objects[RC_PATH]
+        assert created["handler"] == "nvidia"
+        assert created["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "baremetal.gpu"
+        again = against(stub, tmp_path)
+        assert again.returncode == 0, again.stdout[-4000:]
+        assert recap(again)["changed"] == 0, again.stdout[-4000:]
+        assert "exists, app.kubernetes.io/managed-by=baremetal.gpu: applying ours" in again.stdout
+        assert stub.writes() == [("POST", "/apis/node.k8s.io/v1/runtimeclasses")]
+
+
+def test_leaves_rke2s_runtime_class_alone(tmp_path):
+    with ApiStub({NS_PATH: KUBE_SYSTEM, RC_PATH: RKE2_RC}) as stub:
+        res = against(stub, tmp_path)
+        assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+        assert recap(res)["changed"] == 0
+        assert ("RuntimeClass nvidia (handler nvidia) is managed by Helm release kube-system/rke2-runtimeclasses: "
+                "left alone") in res.stdout
+        assert ("GET", RC_PATH) in stub.requests
+        assert stub.writes() == []
+        assert stub.objects[RC_PATH] == RKE2_RC
+
+
+def test_refuses_another_handler_before_any_change(tmp_path):
+    other = copy.deepcopy(RKE2_RC)
+    other["handler"] = "nvidia-experimental"
+    with ApiStub({NS_PATH: KUBE_SYSTEM, RC_PATH: other}) as stub:
+        res = against(stub, tmp_path)
+        assert res.returncode != 0
+        out = " ".join(res.stdout.split())
+        assert 'RuntimeClass nvidia exists with handler "nvidia-experimental", not "nvidia", owned by Helm release ' \
+               'kube-system/rke2-runtimeclasses' in out
+        assert "change the handler in that release" in out and "baremetal_gpu_runtime_class_name" in out
+        assert "Preflight" in failed_task(res)
+        assert recap(res)["changed"] == 0
+        assert stub.writes() == []
+
+
+def test_waits_for_an_api_that_is_starting(tmp_path):
+    with ApiStub({NS_PATH: KUBE_SYSTEM}, unavailable=2) as stub:
+        res = against(stub, tmp_path, "-e", "cluster_addons_api_wait_timeout=60")
+        assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+        assert "FAILED - RETRYING: [localhost]: Preflight | Wait for the Kubernetes API to answer" in res.stdout
+        assert stub.unavailable == 0
+        assert ("POST", "/apis/node.k8s.io/v1/runtimeclasses") in stub.writes()
+
+
+def test_gives_up_on_an_api_that_never_answers(tmp_path):
+    with ApiStub() as stub:
+        kubeconfig = stub.kubeconfig(tmp_path / "kubeconfig")
+    # The stub is stopped: nothing listens on its port any more.
+    res = run_playbook(play(tmp_path), "-e", "cluster_addons_kubeconfig=%s" % kubeconfig,
+                       "-e", "cluster_addons_api_wait_timeout=5", extra_env=NO_CLUSTER_ENV)
     assert res.returncode != 0
-    assert "RuntimeClass | Apply it to the cluster" in res.stdout
-    assert not (tmp_path / "out").exists()
+    assert failed_task(res) == "baremetal.gpu.cluster_addons : Preflight | Wait for the Kubernetes API to answer"
+    assert res.stdout.count("FAILED - RETRYING") == 1  # 5 s: one retry after the first try, then it gives up
+    assert recap(res)["changed"] == 0

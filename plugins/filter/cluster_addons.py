@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the cluster layer (plugins/module_utils/cluster_addons.py); documented in the .yml files beside."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import cluster_addons
+
+
+def gpu_node_products(hostvars, hosts, fact='nvidia_smi'):
+    return cluster_addons.gpu_node_products(hostvars, hosts, fact)
+
+
+def gpu_class(products, geforce_regex):
+    try:
+        return cluster_addons.gpu_class(products, geforce_regex)
+    except Exception as exc:  # re.error
+        raise AnsibleFilterError('baremetal.gpu.gpu_class: %s' % exc)
+
+
+def counters_fields(csv_text):
+    return cluster_addons.counters_fields(csv_text)
+
+
+def dcgm_dashboard(dashboard, exported=None, profiling=True):
+    return cluster_addons.dcgm_dashboard(dashboard, exported, profiling)
+
+
+def device_list_strategy(requested, hostvars=None, hosts=None):
+    try:
+        return cluster_addons.device_list_strategy(requested, hostvars, hosts)
+    except ValueError as exc:
+        raise AnsibleFilterError('baremetal.gpu.device_list_strategy: %s' % exc)
+
+
+def crds_served(crd_names, api_versions):
+    return cluster_addons.crds_served(crd_names, api_versions)
+
+
+def crd_api_versions(crds):
+    return cluster_addons.crd_api_versions(crds)
+
+
+def runtime_class_decision(existing, name, handler):
+    return cluster_addons.runtime_class_decision(existing, name, handler)
+
+
+class FilterModule(object):
+
+    def filters(self):
+        return {
+            'counters_fields': counters_fields,
+            'crd_api_versions': crd_api_versions,
+            'crds_served': crds_served,
+            'dcgm_dashboard': dcgm_dashboard,
+            'device_list_strategy': device_list_strategy,
+            'gpu_class': gpu_class,
+            'gpu_node_products': gpu_node_products,
+            'runtime_class_decision': runtime_class_decision,
+        }

@@ -1,0 +1,199 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Decisions of the cluster layer (RuntimeClass, device plugin, dcgm-exporter, dashboard), as pure functions.
+
+Used by the filter plugins in plugins/filter/cluster_addons.py; unit-tested on recorded objects
+and the real counters lists and dashboard carried by the roles.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+
+DEVICE_LIST_STRATEGIES = ('envvar', 'volume-mounts', 'cdi-annotations', 'cdi-cri')
+HELM_MANAGED_BY = 'Helm'
+HELM_RELEASE_NAME = 'meta.helm.sh/release-name'
+HELM_RELEASE_NAMESPACE = 'meta.helm.sh/release-namespace'
+MANAGED_BY = 'app.kubernetes.io/managed-by'
+_DCGM_NAME = re.compile(r'\bDCGM_[A-Z0-9_]+\b')
+
+
+def _host_value(hostvars, host, name):
+    """A host's variable or fact ``name`` (registered/set_fact first, then ansible_facts), or None."""
+    try:
+        hv = hostvars[host]
+    except KeyError:
+        return None
+    value = hv.get(name) if hasattr(hv, 'get') else None
+    if value in (None, '', {}):
+        facts = hv.get('ansible_facts') if hasattr(hv, 'get') else None
+        value = (facts or {}).get(name)
+    return value
+
+
+def gpu_node_products(hostvars, hosts, fact='nvidia_smi'):
+    """GPU product names (``gpus[].name``) of the nvidia_smi result ``fact`` of ``hosts``, first seen first."""
+    out = []
+    for host in hosts or []:
+        result = _host_value(hostvars, host, fact) or {}
+        for gpu in (result.get('gpus') if hasattr(result, 'get') else None) or []:
+            name = (gpu or {}).get('name') or ''
+            if name and name not in out:
+                out.append(name)
+    return out
+
+
+def gpu_class(products, geforce_regex):
+    """'geforce' when any product matches ``geforce_regex``, 'datacenter' when none does, '' without products."""
+    products = [p for p in (products or []) if p]
+    if not products:
+        return ''
+    pattern = re.compile(geforce_regex)
+    return 'geforce' if any(pattern.search(p) for p in products) else 'datacenter'
+
+
+def counters_fields(csv_text):
+    """The DCGM field names of a dcgm-exporter counters CSV (first column of every non-comment line)."""
+    out = []
+    for line in (csv_text or '').splitlines():
+        line = line.strip()
+        if not line or line.startswith('#'):
+            continue
+        out.append(line.split(',')[0].strip())
+    return out
+
+
+def dcgm_names(data):
+    """Every DCGM_* name used anywhere in ``data`` (a dashboard, a rule, a string), sorted."""
+    text = data if isinstance(data, str) else json.dumps(data, sort_keys=True)
+    return sorted(set(_DCGM_NAME.findall(text)))
+
+
+def dcgm_dashboard(dashboard, exported=None, profiling=True):
+    """The dashboard without the panels that cannot show data.
+
+    ``exported``: the DCGM fields the exporter exports (None: unknown, keep everything it needs);
+    ``profiling``: False drops every panel that queries a profiling field (DCGM_FI_PROF_*).
+    Returns a new dict; the panels kept are unchanged, in order.
+    """
+    exported = None if exported is None else set(exported)
+    kept = []
+    for panel in dashboard.get('panels') or []:
+        used = dcgm_names(panel)
+        if not profiling and any(n.startswith('DCGM_FI_PROF_') for n in used):
+            continue
+        if exported is not None and not set(used) <= exported:
+            continue
+        kept.append(panel)
+    out = dict(dashboard)
+    out['panels'] = kept
+    return out
+
+
+def device_list_strategy(requested, hostvars=None, hosts=None, fact='container_toolkit_cdi'):
+    """The device plugin's deviceListStrategy for ``requested`` (a list or a comma-separated string).
+
+    ``auto``: ``cdi-cri``, unless a host of ``hosts`` has the fact ``fact`` with ``enabled`` false
+    (CDI switched off on that GPU node by the host layer): then ``envvar``, which works on every node.
+    Returns {'strategies': [...], 'reason': '...'}; raises ValueError on a request the plugin refuses.
+    """
+    if isinstance(requested, str):
+        requested = requested.split(',')
+    names = [str(n).strip() for n in (requested or []) if str(n).strip()]
+    if not names:
+        raise ValueError('empty device list strategy')
+    unknown = [n for n in names if n != 'auto' and n not in DEVICE_LIST_STRATEGIES]
+    if unknown:
+        raise ValueError('unknown device list strategy %s (known: auto, %s)' % (', '.join(unknown), ', '.join(DEVICE_LIST_STRATEGIES)))
+    if 'auto' in names and len(names) > 1:
+        raise ValueError('auto cannot be combined with other strategies')
+    if 'cdi-cri' in names and 'cdi-annotations' in names:
+        raise ValueError('cdi-cri and cdi-annotations cannot be combined (the plugin would pass each device twice)')
+    if names != ['auto']:
+        return {'strategies': names, 'reason': 'as requested'}
+    off = []
+    for host in hosts or []:
+        cdi = _host_value(hostvars or {}, host, fact)
+        if hasattr(cdi, 'get') and 'enabled' in cdi and not _truthy(cdi.get('enabled')):
+            off.append(host)
+    if off:
+        return {'strategies': ['envvar'], 'reason': 'auto: CDI is off on %s (fact %s)' % (', '.join(off), fact)}
+    return {'strategies': ['cdi-cri'], 'reason': 'auto: no GPU node reports CDI off'}
+
+
+def _truthy(value):
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ('1', 'true', 'yes', 'on', 'y', 't')
+
+
+def _owner(obj):
+    meta = obj.get('metadata') or {}
+    labels = meta.get('labels') or {}
+    annotations = meta.get('annotations') or {}
+    release = annotations.get(HELM_RELEASE_NAME)
+    if labels.get(MANAGED_BY) == HELM_MANAGED_BY and release:
+        return {'kind': 'helm', 'release': release, 'namespace': annotations.get(HELM_RELEASE_NAMESPACE, ''),
+                'text': 'Helm release %s/%s' % (annotations.get(HELM_RELEASE_NAMESPACE, '?'), release)}
+    if labels.get(MANAGED_BY):
+        return {'kind': 'label', 'text': '%s=%s' % (MANAGED_BY, labels[MANAGED_BY])}
+    return {'kind': 'none', 'text': 'no owner recorded (no %s label)' % MANAGED_BY}
+
+
+def runtime_class_decision(existing, name, handler, managed_by='baremetal.gpu'):
+    """What to do with the RuntimeClass ``name`` given ``existing`` (k8s_info resources: [] or [object]).
+
+    Returns {'action', 'owner', 'handler', 'message'} where action is
+      - 'create': none exists;
+      - 'apply': ours (managed-by ``managed_by``) or unowned, same handler;
+      - 'leave': managed by a Helm release (RKE2 adopts a RuntimeClass "nvidia" into rke2-runtimeclasses),
+        same handler: never fight another owner;
+      - 'refuse': the handler differs (a RuntimeClass's handler is immutable, and pods would run on another runtime).
+    """
+    items = [o for o in (existing or []) if o]
+    if not items:
+        return {'action': 'create', 'owner': '', 'handler': '', 'message': 'RuntimeClass %s does not exist: creating it' % name}
+    obj = items[0]
+    found = obj.get('handler') or ''
+    owner = _owner(obj)
+    if found != handler:
+        if owner['kind'] == 'helm':
+            todo = ('change the handler in that release (RKE2: the rke2-runtimeclasses chart, after the runtime it '
+                    'names exists on the nodes)')
+        else:
+            todo = 'delete it (kubectl delete runtimeclass %s) so that it is recreated' % name
+        return {'action': 'refuse', 'owner': owner['text'], 'handler': found,
+                'message': ('RuntimeClass %s exists with handler "%s", not "%s", owned by %s. Pods would run on another '
+                            'runtime and the handler of a RuntimeClass cannot be changed: %s, or set '
+                            'baremetal_gpu_runtime_class_name to another name.'
+                            % (name, found, handler, owner['text'], todo))}
+    if owner['kind'] == 'helm':
+        return {'action': 'leave', 'owner': owner['text'], 'handler': found,
+                'message': ('RuntimeClass %s (handler %s) is managed by %s: left alone, it is what the GPU pods use'
+                            % (name, found, owner['text']))}
+    if owner['kind'] == 'label' and owner['text'] != '%s=%s' % (MANAGED_BY, managed_by):
+        return {'action': 'leave', 'owner': owner['text'], 'handler': found,
+                'message': 'RuntimeClass %s (handler %s) is managed by %s: left alone' % (name, found, owner['text'])}
+    return {'action': 'apply', 'owner': owner['text'], 'handler': found,
+            'message': 'RuntimeClass %s (handler %s) exists, %s: applying ours' % (name, found, owner['text'])}
+
+
+def crds_served(crd_names, api_versions):
+    """The CRDs of ``crd_names`` (plural.group) whose group appears in ``api_versions`` (group/version[/Kind])."""
+    groups = set(str(v).split('/', 1)[0] for v in (api_versions or []) if '/' in str(v))
+    return [n for n in (crd_names or []) if n.split('.', 1)[-1] in groups]
+
+
+def crd_api_versions(crds):
+    """group/version of every served version of the CustomResourceDefinition objects ``crds``, sorted."""
+    out = set()
+    for crd in crds or []:
+        spec = (crd or {}).get('spec') or {}
+        for version in spec.get('versions') or []:
+            if version.get('served', True):
+                out.add('%s/%s' % (spec.get('group'), version.get('name')))
+    return sorted(out)

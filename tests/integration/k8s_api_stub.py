@@ -1,0 +1,173 @@
+"""A small Kubernetes API stand-in on 127.0.0.1 for the cluster roles' kubernetes.core calls.
+
+It answers what kubernetes.core.k8s_info and kubernetes.core.k8s (apply) ask, as the API server does:
+discovery (/version, /api, /apis and the resource lists of the groups it serves), GET of a named
+object (the object or a 404 Status), POST (create, 201) and PATCH (merge patch, 200) of cluster-scoped
+RuntimeClasses and of Namespaces; with ``?dryRun=All`` (kubernetes.core.k8s in check mode) nothing is
+stored. Objects are served from ``objects`` ({path: object}); every request is recorded as (method, path),
+dry runs in ``dry_runs``. ``unavailable`` answers the next N requests with 503 (an API server
+that is starting, as right after an RKE2 server restart). The bodies follow the API conventions
+(metav1.Status, APIResourceList, APIGroupList); the objects come from the tests' fixtures.
+"""
+import copy
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+RESOURCES = {
+    "/api/v1": [{"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace",
+                 "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ns"]},
+                {"name": "nodes", "singularName": "node", "namespaced": False, "kind": "Node",
+                 "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["no"]},
+                {"name": "secrets", "singularName": "secret", "namespaced": True, "kind": "Secret",
+                 "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}],
+    "/apis/node.k8s.io/v1": [{"name": "runtimeclasses", "singularName": "runtimeclass", "namespaced": False,
+                              "kind": "RuntimeClass",
+                              "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]}],
+    "/apis/apiextensions.k8s.io/v1": [{"name": "customresourcedefinitions", "singularName": "customresourcedefinition",
+                                       "namespaced": False, "kind": "CustomResourceDefinition", "shortNames": ["crd", "crds"],
+                                       "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+                                                 "watch"]}],
+    "/apis/apps/v1": [{"name": "daemonsets", "singularName": "daemonset", "namespaced": True, "kind": "DaemonSet",
+                       "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ds"]},
+                      {"name": "deployments", "singularName": "deployment", "namespaced": True, "kind": "Deployment",
+                       "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["deploy"]}],
+}
+GROUPS = ["node.k8s.io", "apiextensions.k8s.io", "apps"]
+
+
+def status(code, reason, message):
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}
+
+
+def merge(target, patch):
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge(out.get(key), value)
+    return out
+
+
+class ApiStub(object):
+    def __init__(self, objects=None, unavailable=0):
+        self.objects = {k: copy.deepcopy(v) for k, v in (objects or {}).items()}
+        self.unavailable = unavailable
+        self.requests = []
+        self.dry_runs = []
+        self.lock = threading.Lock()
+        self.resource_version = 1000
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def writes(self):
+        return [(m, p) for m, p in self.requests if m not in ("GET",)]
+
+    def kubeconfig(self, path):
+        config = {"apiVersion": "v1", "kind": "Config", "current-context": "stub", "preferences": {},
+                  "clusters": [{"name": "stub", "cluster": {"server": self.url}}],
+                  "users": [{"name": "stub", "user": {"token": "stub-token"}}],
+                  "contexts": [{"name": "stub", "context": {"cluster": "stub", "user": "stub"}}]}
+        with open(str(path), "w", encoding="utf-8") as fh:
+            json.dump(config, fh)
+        return str(path)
+
+    def _store(self, path, obj):
+        self.resource_version += 1
+        obj = copy.deepcopy(obj)
+        meta = obj.setdefault("metadata", {})
+        meta.setdefault("uid", "00000000-0000-4000-8000-%012d" % self.resource_version)
+        meta.setdefault("creationTimestamp", "2026-11-23T05:00:00Z")
+        meta["resourceVersion"] = str(self.resource_version)
+        self.objects[path] = obj
+        return obj
+
+    def _handler(self):
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, code, body):
+                data = json.dumps(body).encode("utf-8")
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _body(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                return json.loads(self.rfile.read(length) or b"{}")
+
+            def _answer(self, method):
+                path = self.path.split("?", 1)[0].rstrip("/")
+                dry_run = "dryRun=" in self.path
+                with stub.lock:
+                    (stub.dry_runs if dry_run and method != "GET" else stub.requests).append((method, path))
+                    if stub.unavailable > 0:
+                        stub.unavailable -= 1
+                        return self._send(503, status(503, "ServiceUnavailable", "the server is starting up"))
+                    if method == "GET":
+                        return self._get(path)
+                    if method == "POST":
+                        obj = self._body()
+                        target = "%s/%s" % (path, obj["metadata"]["name"])
+                        if target in stub.objects:
+                            return self._send(409, status(409, "AlreadyExists", "%s already exists" % target))
+                        return self._send(201, obj if dry_run else stub._store(target, obj))
+                    if method == "PATCH":
+                        if path not in stub.objects:
+                            return self._send(404, status(404, "NotFound", "%s not found" % path))
+                        merged = merge(stub.objects[path], self._body())
+                        return self._send(200, merged if dry_run else stub._store(path, merged))
+                    return self._send(405, status(405, "MethodNotAllowed", method))
+
+            def _get(self, path):
+                if path == "/version":
+                    return self._send(200, {"major": "1", "minor": "33", "gitVersion": "v1.33.5+rke2r1",
+                                            "platform": "linux/amd64"})
+                if path == "/api":
+                    return self._send(200, {"kind": "APIVersions", "versions": ["v1"],
+                                            "serverAddressByClientCIDRs": []})
+                if path == "/apis":
+                    groups = [{"name": g, "versions": [{"groupVersion": g + "/v1", "version": "v1"}],
+                               "preferredVersion": {"groupVersion": g + "/v1", "version": "v1"}} for g in GROUPS]
+                    return self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+                if path in RESOURCES:
+                    group_version = path[len("/apis/"):] if path.startswith("/apis/") else "v1"
+                    return self._send(200, {"kind": "APIResourceList", "apiVersion": "v1",
+                                            "groupVersion": group_version, "resources": RESOURCES[path]})
+                if path in stub.objects:
+                    return self._send(200, stub.objects[path])
+                if path.rsplit("/", 1)[-1] in ("daemonsets", "deployments", "nodes", "secrets"):
+                    # Collections (a label selector in the query): none of these objects exist here.
+                    return self._send(200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
+                                            "items": []})
+                return self._send(404, status(404, "NotFound", "%s not found" % path.rsplit("/", 1)[-1]))
+
+            def do_GET(self):
+                self._answer("GET")
+
+            def do_POST(self):
+                self._answer("POST")
+
+            def do_PATCH(self):
+                self._answer("PATCH")
+
+        return Handler

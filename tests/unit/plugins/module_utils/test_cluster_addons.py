@@ -1,0 +1,133 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Decisions of the cluster layer, on the real counters lists and dashboard the roles carry, the RuntimeClass
+RKE2 adopts (tests/fixtures/k8s-api) and the CRDs in tests/fixtures/crds; the dcgm-exporter support data."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import hashlib
+import json
+import os
+
+import pytest
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import cluster_addons, support
+
+HERE = os.path.dirname(__file__)
+ROOT = os.path.join(HERE, '..', '..', '..', '..')
+DCGM_FILES = os.path.join(ROOT, 'roles', 'dcgm_exporter', 'files')
+DASHBOARD = os.path.join(ROOT, 'roles', 'kube_prometheus', 'files', support.DCGM_EXPORTER['dashboard']['file'])
+RKE2_RC = os.path.join(ROOT, 'tests', 'fixtures', 'k8s-api', 'rke2-runtimeclass-nvidia.json')
+
+
+def read(path):
+    with open(path) as handle:
+        return handle.read()
+
+
+def test_counters_fields_of_the_carried_lists():
+    geforce = cluster_addons.counters_fields(read(os.path.join(DCGM_FILES, 'geforce-counters.csv')))
+    datacenter = cluster_addons.counters_fields(read(os.path.join(DCGM_FILES, 'dcp-metrics-included.csv')))
+    assert 'DCGM_FI_DEV_GPU_TEMP' in geforce and 'DCGM_FI_DEV_GPU_TEMP' in datacenter
+    assert not [f for f in geforce if f.startswith('DCGM_FI_PROF_')]
+    assert [f for f in datacenter if f.startswith('DCGM_FI_PROF_')]
+    # "DCGM_FI_DEV_DEC_UTIL ," (a space before the comma upstream) is read as the field name.
+    assert 'DCGM_FI_DEV_DEC_UTIL' in geforce
+    assert cluster_addons.counters_fields('# comment\n\n  A, gauge, x\nB,counter,y') == ['A', 'B']
+
+
+@pytest.mark.parametrize('products,expected', [
+    (['NVIDIA GeForce RTX 3090'], 'geforce'),
+    (['NVIDIA A100-SXM4-80GB', 'Tesla T4'], 'datacenter'),
+    (['NVIDIA RTX A5000'], 'geforce'),
+    (['Graphics Device'], 'geforce'),
+    (['NVIDIA H100 80GB HBM3', 'NVIDIA GeForce GTX 1070 Ti'], 'geforce'),
+    ([], ''),
+])
+def test_gpu_class(products, expected):
+    regex = r'(?i)(geforce|titan|quadro|\brtx\b|gtx|graphics[ -]device)'
+    assert cluster_addons.gpu_class(products, regex) == expected
+
+
+def test_gpu_node_products_from_registered_results_and_facts():
+    hostvars = {
+        'a': {'nvidia_smi': {'gpus': [{'name': 'NVIDIA A10G'}]}},
+        'b': {'ansible_facts': {'nvidia_smi': {'gpus': [{'name': 'NVIDIA GeForce RTX 3090'}, {'name': 'NVIDIA A10G'}]}}},
+        'c': {'nvidia_smi': {'status': 'no_gpu', 'gpus': []}},
+    }
+    assert cluster_addons.gpu_node_products(hostvars, ['a', 'b', 'c', 'missing']) == ['NVIDIA A10G', 'NVIDIA GeForce RTX 3090']
+    assert cluster_addons.gpu_node_products(hostvars, []) == []
+
+
+def test_device_list_strategy():
+    hostvars = {'on': {'container_toolkit_cdi': {'enabled': True}}, 'off': {'container_toolkit_cdi': {'enabled': 'false'}},
+                'unknown': {}}
+    assert cluster_addons.device_list_strategy('auto', hostvars, ['on', 'unknown'])['strategies'] == ['cdi-cri']
+    off = cluster_addons.device_list_strategy(['auto'], hostvars, ['on', 'off'])
+    assert off['strategies'] == ['envvar'] and 'off' in off['reason']
+    assert cluster_addons.device_list_strategy('envvar,volume-mounts')['strategies'] == ['envvar', 'volume-mounts']
+    for bad in ('cdi-cri,cdi-annotations', ['auto', 'envvar'], 'cdi', ''):
+        with pytest.raises(ValueError):
+            cluster_addons.device_list_strategy(bad)
+
+
+def test_dcgm_dashboard_drops_what_cannot_show_data():
+    dashboard = json.loads(read(DASHBOARD))
+    geforce = cluster_addons.counters_fields(read(os.path.join(DCGM_FILES, 'geforce-counters.csv')))
+    kept = cluster_addons.dcgm_dashboard(dashboard, geforce)
+    assert [p['title'] for p in dashboard['panels'] if p not in kept['panels']] == ['Tensor Core Utilization']
+    assert cluster_addons.dcgm_dashboard(dashboard, None, profiling=False)['panels'] == kept['panels']
+    assert cluster_addons.dcgm_dashboard(dashboard)['panels'] == dashboard['panels']
+    assert dashboard['panels'] and kept is not dashboard
+
+
+def test_dashboard_carried_is_the_one_support_names():
+    info = support.DCGM_EXPORTER['dashboard']
+    assert hashlib.sha256(read(DASHBOARD).encode('utf-8')).hexdigest() == info['sha256']
+    dashboard = json.loads(read(DASHBOARD))
+    assert dashboard['gnetId'] == info['gnet_id']
+    # The host variable and filters use the node label of the pinned exporter.
+    label = support.DCGM_EXPORTER['node_label']
+    assert [v['name'] for v in dashboard['templating']['list'] if v['type'] == 'query'][0] == label
+    exprs = [t['expr'] for p in dashboard['panels'] for t in p.get('targets', [])]
+    assert exprs and all('%s=~"$%s"' % (label, label) in e for e in exprs)
+
+
+def test_alert_metrics_are_known_fields():
+    known = set(l.strip() for l in read(os.path.join(DCGM_FILES, 'dcgm-field-names.txt')).splitlines() if l.strip()[:1] != '#')
+    assert set(support.DCGM_EXPORTER['alert_metrics'].values()) <= known
+
+
+def test_runtime_class_decision():
+    rke2 = json.loads(read(RKE2_RC))
+    assert cluster_addons.runtime_class_decision([], 'nvidia', 'nvidia')['action'] == 'create'
+    leave = cluster_addons.runtime_class_decision([rke2], 'nvidia', 'nvidia')
+    assert leave['action'] == 'leave' and leave['owner'] == 'Helm release kube-system/rke2-runtimeclasses'
+    other = copy.deepcopy(rke2)
+    other['handler'] = 'nvidia-experimental'
+    refuse = cluster_addons.runtime_class_decision([other], 'nvidia', 'nvidia')
+    assert refuse['action'] == 'refuse' and refuse['handler'] == 'nvidia-experimental'
+    assert 'rke2-runtimeclasses' in refuse['message'] and 'baremetal_gpu_runtime_class_name' in refuse['message']
+    ours = {'metadata': {'name': 'nvidia', 'labels': {'app.kubernetes.io/managed-by': 'baremetal.gpu'}}, 'handler': 'nvidia'}
+    assert cluster_addons.runtime_class_decision([ours], 'nvidia', 'nvidia')['action'] == 'apply'
+    bare = {'metadata': {'name': 'nvidia'}, 'handler': 'nvidia'}
+    assert cluster_addons.runtime_class_decision([bare], 'nvidia', 'nvidia')['action'] == 'apply'
+    gpu_operator = {'metadata': {'name': 'nvidia', 'labels': {'app.kubernetes.io/managed-by': 'gpu-operator'}}, 'handler': 'nvidia'}
+    assert cluster_addons.runtime_class_decision([gpu_operator], 'nvidia', 'nvidia')['action'] == 'leave'
+    bare_other = dict(bare, handler='runc')
+    refused = cluster_addons.runtime_class_decision([bare_other], 'nvidia', 'nvidia')
+    assert refused['action'] == 'refuse' and 'kubectl delete runtimeclass nvidia' in refused['message']
+
+
+def test_crds_served_and_api_versions():
+    names = ['servicemonitors.monitoring.coreos.com', 'nodefeatures.nfd.k8s-sigs.io']
+    assert cluster_addons.crds_served(names, ['monitoring.coreos.com/v1']) == names[:1]
+    assert cluster_addons.crds_served(names, ['monitoring.coreos.com/v1', 'nfd.k8s-sigs.io/v1alpha1/NodeFeature']) == names
+    assert cluster_addons.crds_served(names, []) == []
+    nfd_versions = [{'name': 'v1alpha1', 'served': True}, {'name': 'v1alpha0', 'served': False}]
+    crds = [{'spec': {'group': 'monitoring.coreos.com', 'versions': [{'name': 'v1', 'served': True}]}},
+            {'spec': {'group': 'nfd.k8s-sigs.io', 'versions': nfd_versions}}]
+    assert cluster_addons.crd_api_versions(crds) == ['monitoring.coreos.com/v1', 'nfd.k8s-sigs.io/v1alpha1']
