@@ -1,0 +1,62 @@
+"""playbooks/uninstall.yml, cluster layer: render mode writes what it would delete; no API host refuses.
+
+No cluster runs here: render mode contacts none (the Kubernetes API and helm are pointed at nothing, so a
+task that tried would fail), and writes <dir>/<role>/uninstall.yaml for each cluster role. The deletions
+themselves (kubernetes.core.helm state=absent, kubernetes.core.k8s state=absent by label selector) are
+not run against a cluster by these tests.
+"""
+import os
+
+import yaml
+
+from conftest import ROOT, run_playbook
+
+NO_CLUSTER_ENV = {"K8S_AUTH_HOST": "https://127.0.0.1:9", "K8S_AUTH_KUBECONFIG": "/nonexistent/kubeconfig",
+                  "KUBECONFIG": "/nonexistent/kubeconfig", "HELM_DRIVER": "none-such"}
+PLAYBOOK = os.path.join(ROOT, "playbooks", "uninstall.yml")
+ROLES = ["dcgm_exporter", "device_plugin", "kube_prometheus", "runtime_class"]
+
+
+def uninstall(tmp_path, *extra):
+    render = tmp_path / "render"
+    res = run_playbook(PLAYBOOK, "-e", "cluster_addons_render_dir=%s" % render, "-e", "uninstall_host_enabled=false",
+                       *extra, extra_env=NO_CLUSTER_ENV)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    out = {}
+    for role in ROLES:
+        with open(str(render / role / "uninstall.yaml"), encoding="utf-8") as handle:
+            out[role] = yaml.safe_load(handle)
+    return out, res
+
+
+def test_render_writes_what_would_go(tmp_path):
+    plan, res = uninstall(tmp_path)
+    assert plan["kube_prometheus"]["helm_release"] == {"name": "kube-prometheus-stack", "namespace": "monitoring"}
+    kinds = [o["kind"] for o in plan["kube_prometheus"]["objects"]]
+    assert kinds == ["ConfigMap", "Secret", "PrometheusRule"]
+    for obj in plan["kube_prometheus"]["objects"]:
+        assert "app.kubernetes.io/managed-by=baremetal.gpu" in obj["label_selectors"]
+    assert plan["kube_prometheus"]["custom_resource_definitions"] == []
+    assert plan["kube_prometheus"]["kept"] == ["the namespace monitoring"]
+    assert plan["device_plugin"]["helm_release"]["name"] == "nvdp"
+    assert plan["dcgm_exporter"]["helm_release"]["name"] == "dcgm-exporter"
+    assert plan["runtime_class"]["helm_release"] is None
+    assert plan["runtime_class"]["objects"] == [{"api_version": "node.k8s.io/v1", "kind": "RuntimeClass", "cluster_scoped": True,
+                                                 "part_of": "baremetal.gpu",
+                                                 "label_selectors": ["app.kubernetes.io/managed-by=baremetal.gpu"]}]
+    assert "CRDs: kept" in res.stdout
+
+
+def test_render_with_crds(tmp_path):
+    plan, _res = uninstall(tmp_path, "-e", "uninstall_crds=true")
+    crds = plan["kube_prometheus"]["custom_resource_definitions"]
+    assert len(crds) == 10 and "servicemonitors.monitoring.coreos.com" in crds
+    assert all(c.endswith(".monitoring.coreos.com") for c in crds)
+    assert plan["device_plugin"]["custom_resource_definitions"] == []   # NFD's CRDs stay
+
+
+def test_refused_without_api_host_or_render_dir(tmp_path):
+    res = run_playbook(PLAYBOOK, "-e", "uninstall_host_enabled=false", extra_env=NO_CLUSTER_ENV)
+    assert res.returncode != 0
+    out = res.stdout + res.stderr
+    assert "uninstall_cluster_enabled is true, but no host" in out and "cluster_addons_render_dir" in out
