@@ -40,8 +40,9 @@ options:
     type: path
     default: /var/run/cdi/nvidia.yaml
   runtime_binary:
-    description: The runtime's binary whose CDI library is checked, for example C(/usr/bin/containerd) or C(/usr/sbin/dockerd).
-    type: path
+    description: The runtime's binary whose CDI library is checked, for example C(containerd) or C(/usr/sbin/dockerd)
+      (a name is looked up on E(PATH)).
+    type: str
     required: true
   package:
     description: The Debian package of O(runtime_binary), read for C(Built-Using) when the binary has no build
@@ -113,7 +114,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             spec=dict(type='path', default='/var/run/cdi/nvidia.yaml'),
-            runtime_binary=dict(type='path', required=True),
+            runtime_binary=dict(type='str', required=True),
             package=dict(type='str', default=''),
             ignore_unknown=dict(type='bool', default=True),
         ),
@@ -121,6 +122,8 @@ def main():
     )
     params = module.params
     binary = params['runtime_binary']
+    if not os.path.isabs(binary):
+        binary = module.get_bin_path(binary, required=False, opt_dirs=['/usr/sbin', '/usr/local/bin', '/usr/local/sbin']) or binary
     if not os.path.exists(binary):
         module.fail_json(msg='%s does not exist: cannot tell which CDI spec versions it reads' % binary)
     with open(binary, 'rb') as handle:
