@@ -1,6 +1,7 @@
 """container_toolkit on the containerd nodes (1.5.9, 1.6.20, 1.7.24, 2.2.1): the real binary's merged view."""
 import json
 import os
+import tomllib
 
 import testinfra.utils.ansible_runner
 
@@ -10,37 +11,34 @@ BINARY = "/usr/bin/nvidia-container-runtime"
 
 
 def cri(host):
-    text = host.check_output("containerd config dump")
-    version = host.check_output("containerd --version")
-    return text, (" 2." in version)
+    """The CRI runtime plugin table of the real `containerd config dump` (parsed here with tomllib)."""
+    dump = tomllib.loads(host.check_output("containerd config dump"))
+    plugins = dump["plugins"]
+    table = plugins.get("io.containerd.cri.v1.runtime") or plugins["io.containerd.grpc.v1.cri"]
+    return dump, table
 
 
 def test_dump_has_the_nvidia_runtime_with_its_binary(host):
-    text, v2 = cri(host)
-    q = "'" if v2 else '"'
-    plugin = "'io.containerd.cri.v1.runtime'" if v2 else '"io.containerd.grpc.v1.cri"'
-    header = "[plugins.%s.containerd.runtimes.nvidia.options]" % plugin
-    assert header in text, text[:3000]
-    options = text.split(header, 1)[1].split("[", 1)[0]
-    assert "BinaryName = %s%s%s" % (q, BINARY, q) in options
-    runtime = text.split("[plugins.%s.containerd.runtimes.nvidia]" % plugin, 1)[1].split("[", 1)[0]
-    assert "runtime_type = %sio.containerd.runc.v2%s" % (q, q) in runtime
-    assert "default_runtime_name = %srunc%s" % (q, q) in text  # not the default runtime
+    _dump, table = cri(host)
+    runtimes = table["containerd"]["runtimes"]
+    assert runtimes["nvidia"]["runtime_type"] == "io.containerd.runc.v2"
+    assert runtimes["nvidia"]["options"]["BinaryName"] == BINARY
+    assert table["containerd"]["default_runtime_name"] == "runc"  # not the default runtime
 
 
 def test_user_settings_kept(host):
-    text, v2 = cri(host)
+    dump, table = cri(host)
     user = host.file("/var/tmp/containerd-config.user.toml").content_string
     if "oom_score = -999" in user:
-        assert "oom_score = -999" in text
-        assert "registry.example.com/pause:3." in text
-        plugin = "'io.containerd.cri.v1.runtime'" if v2 else '"io.containerd.grpc.v1.cri"'
-        runc = text.split("[plugins.%s.containerd.runtimes.runc.options]" % plugin, 1)[1].split("[", 1)[0]
-        assert "SystemdCgroup = true" in runc
-        nvidia = text.split("[plugins.%s.containerd.runtimes.nvidia.options]" % plugin, 1)[1].split("[", 1)[0]
-        assert "SystemdCgroup = true" in nvidia  # copied from the user's runc options
+        assert dump["oom_score"] == -999
+        images = dump["plugins"].get("io.containerd.cri.v1.images")
+        sandbox = images["pinned_images"]["sandbox"] if images else dump["plugins"]["io.containerd.grpc.v1.cri"]["sandbox_image"]
+        assert sandbox.startswith("registry.example.com/pause:3.")
+        runtimes = table["containerd"]["runtimes"]
+        assert runtimes["runc"]["options"]["SystemdCgroup"] is True
+        assert runtimes["nvidia"]["options"]["SystemdCgroup"] is True  # copied from the user's runc options
     else:  # Debian's packaged config (debian13)
-        assert 'bin_dir = "/usr/lib/cni"' in text
+        assert table["cni"]["bin_dir"] == "/usr/lib/cni"
 
 
 def test_main_config_only_gained_the_import(host):
@@ -55,8 +53,7 @@ def test_dropin(host):
     assert dropin.is_file and dropin.user == "root" and dropin.mode == 0o644
     text = dropin.content_string
     assert text.startswith("#")
-    version = host.check_output("containerd --version")
-    if " 2." in version:
+    if " 2." in host.check_output("containerd --version"):
         # containerd 2 merges key by key: the drop-in holds only the runtime, in the main config's version.
         assert "version = 3" in text and "sandbox" not in text and "registry" not in text
     else:
