@@ -260,7 +260,7 @@ def plan(config_path, config_text, imports, dropin_path, import_entry, runtime_n
     emit_table(['plugins', plugin], dropin_table, out)
     dropin_content = '\n'.join(out) + '\n'
 
-    import_paths = [entry for entry in (data.get('imports') or [])]
+    import_paths = list(data.get('imports') or [])
     covered = any(entry in (import_entry, dropin_path) for entry in import_paths) or bool(
         [p for p, _t in imports if p == dropin_path])
     main_content = add_import(text, data, version, import_entry, covered)
