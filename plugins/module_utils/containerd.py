@@ -245,6 +245,10 @@ def plan(config_path, config_text, imports, dropin_path, import_entry, runtime_n
     else:
         # containerd 1.x: the whole CRI table (it replaces the main config's).
         cri.setdefault('containerd', {}).setdefault('runtimes', {})[runtime_name] = nvidia
+        if 'runc' not in cri['containerd']['runtimes'] and cri['containerd'].get('default_runtime_name', 'runc') == 'runc':
+            # The imported runtimes map replaces the plugin's default one: without runc, containerd 1.7.24's CRI
+            # plugin fails to load ("no corresponding runtime configured in containerd.runtimes for default").
+            cri['containerd']['runtimes']['runc'] = {'runtime_type': 'io.containerd.runc.v2'}
         if default_runtime:
             cri['containerd']['default_runtime_name'] = runtime_name
         if cdi_enabled:

@@ -10,8 +10,10 @@ import pytest
 import testinfra
 
 from helpers import node, play, recap_changed
+from running import logged_cri_config
 
 DEB12, DEB13, NOBLE, DOCKER = node("debian12"), node("debian13"), node("ubuntu2404"), node("docker")
+CONFIGURE = "container_toolkit_preflight,container_toolkit_configure"
 
 
 def host(name):
@@ -102,7 +104,7 @@ def test_killed_run_is_finished_by_the_next_one():
     deb13 = host(DEB13)
     deb13.run_expect([0], "rm -f /etc/containerd/conf.d/99-nvidia.toml && systemctl restart containerd")
     pid = deb13.check_output("systemctl show -p MainPID --value containerd")
-    proc = play(DEB13, {}, background=True)
+    proc = play(DEB13, {}, "--tags", CONFIGURE, background=True)
     deadline = time.time() + 300
     while time.time() < deadline and not deb13.file("/etc/containerd/conf.d/99-nvidia.toml").exists:
         time.sleep(0.2)
@@ -110,13 +112,12 @@ def test_killed_run_is_finished_by_the_next_one():
     proc.wait()
     assert deb13.file("/etc/containerd/conf.d/99-nvidia.toml").exists
     assert deb13.check_output("systemctl show -p MainPID --value containerd") == pid, "killed too late: restarted already"
-    rc, text = play(DEB13, {})
+    rc, text = play(DEB13, {}, "--tags", CONFIGURE)
     assert rc == 0, text[-3000:]
     assert "newer than its start (a run stopped before the restart)" in " ".join(text.split()), text[-3000:]
     new_pid = deb13.check_output("systemctl show -p MainPID --value containerd")
     assert new_pid != pid
-    log = deb13.check_output("journalctl --no-pager _PID=%s" % new_pid)
-    assert "/usr/bin/nvidia-container-runtime" in log
+    assert "/usr/bin/nvidia-container-runtime" in logged_cri_config(deb13)
 
 
 def test_v2_config_that_containerd_2_migrates_keeps_its_settings():
@@ -125,11 +126,11 @@ def test_v2_config_that_containerd_2_migrates_keeps_its_settings():
     with open(os.path.join(fixtures, "v2-user.toml"), encoding="utf-8") as handle:
         v2 = handle.read()
     noble.run_expect([0], "cp /etc/containerd/config.toml /var/tmp/config.v3 && cat > /etc/containerd/config.toml <<'EOF'\n%sEOF" % v2)
-    rc, text = play(NOBLE, {})
+    rc, text = play(NOBLE, {}, "--tags", CONFIGURE)
     dump = noble.check_output("containerd config dump")
     dropin = noble.file("/etc/containerd/conf.d/99-nvidia.toml").content_string
     noble.run_expect([0], "cp /var/tmp/config.v3 /etc/containerd/config.toml && rm /etc/containerd/conf.d/99-nvidia.toml")
-    rc2, text2 = play(NOBLE, {})
+    rc2, text2 = play(NOBLE, {}, "--tags", CONFIGURE)
     assert rc == 0, text[-3000:]
     assert "version = 2" in dropin and '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]' in dropin
     # containerd 2.2.1 migrated both files to version 3: the runtime and the user's settings are all there.

@@ -10,6 +10,8 @@ import os
 import pytest
 import testinfra.utils.ansible_runner
 
+from running import logged_cri_config
+
 RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"])
 testinfra_hosts = ["podman://" + h for h in RUNNER.get_hosts("cdi_on")]
 CONTAINERD_HOSTS = RUNNER.get_hosts("runtime_containerd")
@@ -38,8 +40,8 @@ def test_containerd_reads_the_spec_directory(host):
     dump = host.check_output("containerd config dump")
     assert "enable_cdi = true" in dump
     assert SPEC.rsplit("/", 1)[0] in dump  # cdi_spec_dirs has /var/run/cdi
-    pid = host.check_output("systemctl show -p MainPID --value containerd")
-    log = host.check_output("journalctl --no-pager _PID=%s" % pid)
-    # The running containerd's CRI plugin logs its configuration at start: CDI on, with the spec directory.
-    assert ("EnableCDI:true" in log and "CDISpecDirs:[/etc/cdi /var/run/cdi]" in log) or \
-        ('"enableCDI":true' in log and '"cdiSpecDirs":["/etc/cdi","/var/run/cdi"]' in log), log[-3000:]
+    # The running containerd logged its CRI configuration at start: CDI on, with the spec directory.
+    config = logged_cri_config(host)
+    assert ("EnableCDI:true" in config and "CDISpecDirs:[/etc/cdi /var/run/cdi]" in config) or \
+        ('"enableCDI":true' in config.replace('\\"', '"') and
+         '"cdiSpecDirs":["/etc/cdi","/var/run/cdi"]' in config.replace('\\"', '"')), config[-3000:]

@@ -5,6 +5,8 @@ import tomllib
 
 import testinfra.utils.ansible_runner
 
+from running import cri_plugin_ok, logged_cri_config, started_after_its_config
+
 RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"])
 testinfra_hosts = ["podman://" + h for h in RUNNER.get_hosts("runtime_containerd")]
 BINARY = "/usr/bin/nvidia-container-runtime"
@@ -62,10 +64,11 @@ def test_dropin(host):
 
 def test_containerd_running_on_the_merged_config(host):
     assert host.service("containerd").is_running
-    pid = host.check_output("systemctl show -p MainPID --value containerd")
-    log = host.check_output("journalctl --no-pager _PID=%s" % pid)
-    # The CRI plugin logs its configuration when it starts: the running containerd has the runtime.
-    assert "nvidia" in log and BINARY in log, log[-2000:]
+    assert started_after_its_config(host)
+    assert cri_plugin_ok(host), host.check_output("ctr plugins ls")
+    # The CRI configuration the running containerd logged: the runtime with its binary.
+    config = logged_cri_config(host)
+    assert "nvidia" in config and BINARY in config, config[-3000:]
 
 
 def test_facts(host):

@@ -75,6 +75,8 @@ def test_17_writes_cdi():
     cri = toml_compat.loads(result['dropin_content'])['plugins'][containerd.CRI_V2]
     assert cri['enable_cdi'] is True and cri['cdi_spec_dirs'] == ['/etc/cdi', '/var/run/cdi']
     assert cri['cni'] == {'bin_dir': '/usr/lib/cni', 'conf_dir': '/etc/cni/net.d'}  # the package's settings kept
+    # The imported runtimes map replaces the default one: runc must be in it, or the CRI plugin fails to load.
+    assert cri['containerd']['runtimes']['runc'] == {'runtime_type': 'io.containerd.runc.v2'}
     assert result['cdi']['written'] and not result['cdi']['default_on']
 
 
@@ -153,6 +155,8 @@ def test_config_version_1_is_refused():
 
 
 @pytest.mark.parametrize('dump,runtime,cdi', [
+    ('debian12-containerd-debian-package.config', True, (False, [])),
+    ('debian13-containerd-debian-package.config', True, (True, ['/etc/cdi', '/var/run/cdi'])),
     ('debian12-v2-user', True, (False, [])),
     ('debian13-v2-user', True, (True, ['/etc/cdi', '/var/run/cdi'])),
     ('ubuntu2404-v2-user', True, (True, ['/etc/cdi', '/var/run/cdi'])),
