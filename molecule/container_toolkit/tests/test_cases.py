@@ -4,6 +4,7 @@ Independent cases run on different nodes at the same time. Each refusal must fai
 change nothing (the recap's changed=0; the files are compared before and after).
 """
 import os
+import threading
 import time
 
 import pytest
@@ -99,7 +100,7 @@ def test_spec_regenerated_after_a_driver_change_and_unreadable_version_refused()
     assert "nvidia-container-toolkit#1940" in flat
 
 
-def test_killed_run_is_finished_by_the_next_one():
+def _killed_run():
     """Defect 14.5: a run killed after the config change and before the restart; the rerun restarts."""
     deb13 = host(DEB13)
     deb13.run_expect([0], "rm -f /etc/containerd/conf.d/99-nvidia.toml && systemctl restart containerd")
@@ -120,7 +121,7 @@ def test_killed_run_is_finished_by_the_next_one():
     assert "/usr/bin/nvidia-container-runtime" in logged_cri_config(deb13)
 
 
-def test_v2_config_that_containerd_2_migrates_keeps_its_settings():
+def _v2_config():
     noble = host(NOBLE)
     fixtures = os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "tests", "fixtures", "containerd", "user")
     with open(os.path.join(fixtures, "v2-user.toml"), encoding="utf-8") as handle:
@@ -138,3 +139,33 @@ def test_v2_config_that_containerd_2_migrates_keeps_its_settings():
     assert "sandbox = 'registry.example.com/pause:3.9'" in dump and "oom_score = -999" in dump
     assert "endpoint = ['https://mirror.example.com']" in dump
     assert rc2 == 0, text2[-3000:]
+
+
+@pytest.fixture(scope="module")
+def parallel_cases():
+    """The kill case (Debian 13) and the version 2 case (Ubuntu 24.04) at the same time; failures re-raised in the tests."""
+    results = {}
+
+    def run(name, func):
+        try:
+            func()
+            results[name] = None
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the test below
+            results[name] = exc
+
+    threads = [threading.Thread(target=run, args=("kill", _killed_run)), threading.Thread(target=run, args=("v2", _v2_config))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_killed_run_is_finished_by_the_next_one(parallel_cases):
+    if parallel_cases["kill"] is not None:
+        raise parallel_cases["kill"]
+
+
+def test_v2_config_that_containerd_2_migrates_keeps_its_settings(parallel_cases):
+    if parallel_cases["v2"] is not None:
+        raise parallel_cases["v2"]

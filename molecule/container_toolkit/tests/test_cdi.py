@@ -7,14 +7,10 @@ content (the node's GPUs and driver files) is NOT tested here.
 import json
 import os
 
-import pytest
 import testinfra.utils.ansible_runner
-
-from running import logged_cri_config
 
 RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"])
 testinfra_hosts = ["podman://" + h for h in RUNNER.get_hosts("cdi_on")]
-CONTAINERD_HOSTS = RUNNER.get_hosts("runtime_containerd")
 SPEC = "/var/run/cdi/nvidia.yaml"
 
 
@@ -32,16 +28,3 @@ def test_spec_written(host):
         assert host.service("nvidia-cdi-refresh.service").is_enabled
     else:
         assert facts["refresh"] == "nvidia-ctk cdi generate (by this role)"
-
-
-def test_containerd_reads_the_spec_directory(host):
-    if host.file("/usr/sbin/dockerd").exists:
-        pytest.skip("the Docker node: its containerd is Docker's, not configured by the role")
-    dump = host.check_output("containerd config dump")
-    assert "enable_cdi = true" in dump
-    assert SPEC.rsplit("/", 1)[0] in dump  # cdi_spec_dirs has /var/run/cdi
-    # The running containerd logged its CRI configuration at start: CDI on, with the spec directory.
-    config = logged_cri_config(host)
-    assert ("EnableCDI:true" in config and "CDISpecDirs:[/etc/cdi /var/run/cdi]" in config) or \
-        ('"enableCDI":true' in config.replace('\\"', '"') and
-         '"cdiSpecDirs":["/etc/cdi","/var/run/cdi"]' in config.replace('\\"', '"')), config[-3000:]
