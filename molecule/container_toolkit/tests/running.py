@@ -32,7 +32,7 @@ def logged_cri_config(host):
     host.run_expect([0], "printf 'version = %s\\n[debug]\\n  level = \"debug\"\\n' > %s && systemctl restart containerd"
                     % (version, DEBUG_DROPIN))
     try:
-        for _ in range(50):
+        for _attempt in range(50):
             pid = host.check_output("systemctl show -p MainPID --value containerd")
             lines = [l for l in host.check_output("journalctl --no-pager _PID=%s" % pid).splitlines()
                      if "starting cri plugin" in l]
