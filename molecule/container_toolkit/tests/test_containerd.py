@@ -1,45 +1,52 @@
-"""container_toolkit on the containerd node: the nvidia runtime merged, the user's settings kept."""
+"""container_toolkit on the containerd nodes (1.5.9, 1.6.20, 1.7.24, 2.2.1): the real binary's merged view."""
+import json
 import os
-import re
+import tomllib
 
 import testinfra.utils.ansible_runner
 
+from running import cri_plugin_ok, logged_cri_config, started_after_its_config
+
 RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"])
 testinfra_hosts = ["podman://" + h for h in RUNNER.get_hosts("runtime_containerd")]
+BINARY = "/usr/bin/nvidia-container-runtime"
 
 
-def _table(dump, header):
-    """The key lines of one table of `containerd config dump`, up to the next table header."""
-    body = dump.split(header + "\n", 1)[1]
-    return re.split(r"\n\s*\[", body, maxsplit=1)[0]
+def cri(host):
+    """The CRI runtime plugin table of the real `containerd config dump` (parsed here with tomllib)."""
+    dump = tomllib.loads(host.check_output("containerd config dump"))
+    plugins = dump["plugins"]
+    table = plugins.get("io.containerd.cri.v1.runtime") or plugins["io.containerd.grpc.v1.cri"]
+    return dump, table
 
 
-def test_containerd_dump_has_the_nvidia_runtime(host):
-    dump = host.check_output("containerd config dump")
-    assert '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]' in dump
-    options = _table(dump, '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]')
-    assert 'BinaryName = "/usr/bin/nvidia-container-runtime"' in options
-    assert "SystemdCgroup = true" in options  # copied from the user's runc options
-    runtime = _table(dump, '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]')
-    assert 'runtime_type = "io.containerd.runc.v2"' in runtime
-    # Not the default runtime (container_toolkit_default_runtime is false).
-    assert 'default_runtime_name = "runc"' in dump
+def test_dump_has_the_nvidia_runtime_with_its_binary(host):
+    _dump, table = cri(host)
+    runtimes = table["containerd"]["runtimes"]
+    assert runtimes["nvidia"]["runtime_type"] == "io.containerd.runc.v2"
+    assert runtimes["nvidia"]["options"]["BinaryName"] == BINARY
+    assert table["containerd"]["default_runtime_name"] == "runc"  # not the default runtime
 
 
-def test_containerd_keeps_the_user_settings(host):
-    dump = host.check_output("containerd config dump")
-    assert 'sandbox_image = "registry.example.com/pause:3.9"' in dump
-    assert "oom_score = -999" in dump
-    assert 'endpoint = ["https://mirror.example.com"]' in dump
-    runc = _table(dump, '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]')
-    assert "SystemdCgroup = true" in runc
+def test_user_settings_kept(host):
+    dump, table = cri(host)
+    user = host.file("/var/tmp/containerd-config.user.toml").content_string
+    if "oom_score = -999" in user:
+        assert dump["oom_score"] == -999
+        images = dump["plugins"].get("io.containerd.cri.v1.images")
+        sandbox = images["pinned_images"]["sandbox"] if images else dump["plugins"]["io.containerd.grpc.v1.cri"]["sandbox_image"]
+        assert sandbox.startswith("registry.example.com/pause:3.")
+        runtimes = table["containerd"]["runtimes"]
+        assert runtimes["runc"]["options"]["SystemdCgroup"] is True
+        assert runtimes["nvidia"]["options"]["SystemdCgroup"] is True  # copied from the user's runc options
+    else:  # Debian's packaged config (debian13)
+        assert table["cni"]["bin_dir"] == "/usr/lib/cni"
 
 
 def test_main_config_only_gained_the_import(host):
     user = host.file("/var/tmp/containerd-config.user.toml").content_string.splitlines()
     now = host.file("/etc/containerd/config.toml").content_string.splitlines()
-    added = [line for line in now if line not in user]
-    assert added == ['imports = ["/etc/containerd/conf.d/*.toml"]'], added
+    assert [line for line in now if line not in user] == ['imports = ["/etc/containerd/conf.d/*.toml"]']
     assert [line for line in user if line not in now] == []
 
 
@@ -48,9 +55,28 @@ def test_dropin(host):
     assert dropin.is_file and dropin.user == "root" and dropin.mode == 0o644
     text = dropin.content_string
     assert text.startswith("#")
-    assert "version = 2" in text
-    assert 'BinaryName = "/usr/bin/nvidia-container-runtime"' in text
+    if " 2." in host.check_output("containerd --version"):
+        # containerd 2 merges key by key: the drop-in holds only the runtime, in the main config's version.
+        assert "version = 3" in text and "sandbox" not in text and "registry" not in text
+    else:
+        assert "version = 2" in text
 
 
 def test_containerd_running_on_the_merged_config(host):
     assert host.service("containerd").is_running
+    assert started_after_its_config(host)
+    assert cri_plugin_ok(host), host.check_output("ctr plugins ls")
+    # The CRI configuration the running containerd logged: the runtime with its binary.
+    config = logged_cri_config(host)
+    assert "nvidia" in config and BINARY in config, config[-3000:]
+
+
+def test_facts(host):
+    facts = json.loads(host.file("/var/tmp/container_toolkit_facts.json").content_string)
+    assert facts["container_toolkit_changed"] is False
+    cdi = facts["container_toolkit_cdi"]
+    assert cdi["runtime"] == "containerd"
+    if host.file("/usr/bin/nvidia-ctk").exists:
+        assert cdi["enabled"] is True and cdi["spec_version"] == "0.5.0"
+    else:
+        assert cdi["enabled"] is False and cdi["requested"] is False

@@ -122,3 +122,37 @@ def test_newer_rke2_drops_the_template_and_sets_the_default_runtime(host):
     assert "default-runtime: nvidia" in opt.content_string.splitlines()
     flat = " ".join(out.split())
     assert "the containerd template changed; the default-runtime option changed" in flat
+
+
+def test_agent_node_restarts_the_agent_not_the_server(host):
+    """Defect 14.1: both units installed, the agent enabled but not active yet (just after a reboot)."""
+    host.run_expect([0], "systemctl disable --now rke2-server && systemctl enable rke2-agent && rm -f %s" % GENERATED)
+    assert not host.service("rke2-agent").is_running and not host.service("rke2-server").is_running
+    rc, out = play()
+    assert rc == 0, out[-4000:]
+    assert "Restarted rke2-agent" in out and "Restarted rke2-server" not in out, out[-4000:]
+    assert "only rke2-agent is enabled" in " ".join(out.split())
+    assert host.service("rke2-agent").is_running and not host.service("rke2-server").is_running
+
+
+def test_unclear_service_is_refused_naming_the_variable(host):
+    host.run_expect([0], "systemctl disable --now rke2-agent")
+    rc, out = play({}, "--tags", "rke2_nvidia_runtime_preflight")
+    flat = " ".join(out.split())
+    assert rc != 0 and "is unclear" in flat and "Set rke2_nvidia_runtime_service to rke2-server or rke2-agent" in flat, out[-3000:]
+    host.run_expect([0], "systemctl enable --now rke2-server")
+
+
+def test_generated_config_version_4(host):
+    """containerd 2.3 (RKE2 v1.36+): the runtime is read from the version 4 layout; a template is refused."""
+    host.run_expect([0], "cp %s/config.toml.after %s/config.toml.v2 && cp %s/config-v4.toml.after %s/config.toml.after "
+                         "&& echo v1.37.0+rke2r1 > %s/version && systemctl restart rke2-server" % ((SHARE,) * 5))
+    rc, out = play()
+    rc2, out2 = play({"rke2_nvidia_runtime_autodetect_min_version": "v9.0.0"}, "--tags", "rke2_nvidia_runtime_preflight")
+    host.run_expect([0], "mv %s/config.toml.v2 %s/config.toml.after && echo v1.31.6+rke2r1 > %s/version "
+                         "&& systemctl restart rke2-server" % ((SHARE,) * 3))
+    assert rc == 0, out[-4000:]
+    assert "has the nvidia runtime with BinaryName /usr/bin/nvidia-container-runtime" in " ".join(out.split())
+    flat = " ".join(out2.split())
+    assert rc2 != 0 and "is containerd config version 4 (containerd 2.3 and later)" in flat, out2[-3000:]
+    assert "changed nothing" in flat

@@ -1,0 +1,31 @@
+"""Shared helpers of the container_toolkit verify tests: run the role again on chosen nodes."""
+import json
+import os
+import subprocess
+
+INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY", os.path.join(HERE, "..", ".."))
+SCENARIO = os.environ.get("MOLECULE_SCENARIO_NAME", "container_toolkit")
+
+
+def node(name):
+    return "%s-%s" % (SCENARIO, name)
+
+
+def play(limit, extra_vars=None, *args, background=False, skip_repo=True):
+    """Run scenario_play.yml on `limit` with extra vars; (rc, output), or the Popen when background."""
+    env = dict(os.environ, ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    cmd = ["ansible-playbook", "-i", INVENTORY, os.path.join(HERE, "scenario_play.yml"), "--limit", limit,
+           "-e", json.dumps(extra_vars or {})] + (["--skip-tags", "nvidia_repo"] if skip_repo else []) + list(args)
+    if background:
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+    return res.returncode, res.stdout + res.stderr
+
+
+def recap_changed(out, host):
+    for line in out.splitlines():
+        if line.startswith(host) and "changed=" in line:
+            return int(line.split("changed=")[1].split()[0])
+    raise AssertionError("no recap for %s in:\n%s" % (host, out[-2000:]))

@@ -1,0 +1,44 @@
+"""What the running containerd loaded: its CRI plugin's status and the configuration it logged at start."""
+import time
+
+DEBUG_DROPIN = "/etc/containerd/conf.d/00-verify-debug.toml"
+
+
+def cri_plugin_ok(host):
+    plugins = host.check_output("ctr plugins ls")
+    return any(line.split()[:2] in (["io.containerd.grpc.v1", "cri"], ["io.containerd.cri.v1", "runtime"])
+               and line.split()[-1] == "ok" for line in plugins.splitlines() if line.strip())
+
+
+def started_after_its_config(host):
+    started = float(host.check_output(
+        "date -d \"$(systemctl show -p ActiveEnterTimestamp --value containerd)\" +%s"))
+    newest = float(host.check_output("stat -c %Y /etc/containerd/config.toml /etc/containerd/conf.d/*.toml | sort -n | tail -1"))
+    return started >= newest
+
+
+def logged_cri_config(host):
+    """The CRI plugin configuration the running containerd logged when it started.
+
+    containerd 1.x logs it at info level ("Start cri plugin with config {...}"); containerd 2.x only at
+    debug level, so on 2.x a test-only debug drop-in is added, containerd restarted, the line read,
+    and the drop-in removed again (containerd restarted once more).
+    """
+    if " 2." not in host.check_output("containerd --version"):
+        pid = host.check_output("systemctl show -p MainPID --value containerd")
+        lines = [l for l in host.check_output("journalctl --no-pager _PID=%s" % pid).splitlines() if "Start cri plugin" in l]
+        return lines[-1] if lines else ""
+    version = host.check_output("awk -F'= *' '/^version/ {print $2; exit}' /etc/containerd/config.toml")
+    host.run_expect([0], "printf 'version = %s\\n[debug]\\n  level = \"debug\"\\n' > %s && systemctl restart containerd"
+                    % (version, DEBUG_DROPIN))
+    try:
+        for _attempt in range(50):
+            pid = host.check_output("systemctl show -p MainPID --value containerd")
+            lines = [l for l in host.check_output("journalctl --no-pager _PID=%s" % pid).splitlines()
+                     if "starting cri plugin" in l]
+            if lines:
+                return lines[-1]
+            time.sleep(0.2)
+        return ""
+    finally:
+        host.run_expect([0], "rm -f %s && systemctl restart containerd" % DEBUG_DROPIN)

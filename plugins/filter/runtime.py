@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters for the container runtime roles; documented in the .yml files beside."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import calendar
+import datetime
+import re
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import cdi
+from ansible_collections.baremetal.gpu.plugins.module_utils.node_facts import parse_version
+
+# systemctl show --timestamp=us+utc: "Sun 2026-11-23 05:14:34.817431 UTC"
+_SYSTEMD_TS = re.compile(r'(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}) (?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.(?P<us>[0-9]{1,6}))? UTC')
+
+
+def runtime_version(text):
+    """The first x.y.z version in a ``--version`` line ('' when none), as gpu_node_facts reads it."""
+    return parse_version(text or '')
+
+
+def docker_cdi(text):
+    """What a Docker Engine does with CDI, from ``dockerd --version`` output."""
+    return cdi.docker_cdi(text or '')
+
+
+def systemd_timestamp(text):
+    """Seconds since the epoch (float) of a UTC timestamp from ``systemctl show --timestamp=us+utc``; 0.0 if unset."""
+    text = (text or '').strip()
+    if text in ('', 'n/a', '0'):
+        return 0.0
+    match = _SYSTEMD_TS.search(text)
+    if not match:
+        raise AnsibleFilterError('baremetal.gpu.systemd_timestamp: not a systemd UTC timestamp: %r' % text)
+    moment = datetime.datetime.strptime(match.group('date') + ' ' + match.group('time'), '%Y-%m-%d %H:%M:%S')
+    micro = int((match.group('us') or '0').ljust(6, '0'))
+    return calendar.timegm(moment.timetuple()) + micro / 1e6
+
+
+class FilterModule(object):
+
+    def filters(self):
+        return {
+            'runtime_version': runtime_version,
+            'docker_cdi': docker_cdi,
+            'systemd_timestamp': systemd_timestamp,
+        }

@@ -1,0 +1,48 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The runtime filters on real outputs (tests/fixtures/containerd, tests/fixtures/rke2)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.baremetal.gpu.plugins.filter import runtime
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures')
+
+
+def fixture(*parts):
+    with open(os.path.join(FIXTURES, *parts), encoding='utf-8') as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize('name,version', [
+    ('containerd-1.6.20-debian12.version.txt', '1.6.20'), ('containerd-1.7.24-debian13.version.txt', '1.7.24'),
+    ('containerd-2.2.1-ubuntu2404.version.txt', '2.2.1'), ('dockerd-debian13.version.txt', '26.1.5')])
+def test_runtime_version(name, version):
+    assert runtime.runtime_version(fixture('containerd', name)) == version
+
+
+def test_rke2_version_lines():
+    for name in ('rke2-version-v1.34.3.txt', 'rke2-version-v1.33.7.txt'):
+        text = fixture('rke2', name)
+        assert runtime.runtime_version(text) == name[len('rke2-version-v'):-len('.txt')]
+
+
+def test_systemd_timestamp():
+    assert runtime.systemd_timestamp('Sun 2026-11-23 05:14:34.817431 UTC') == pytest.approx(1795410874.817431)
+    assert runtime.systemd_timestamp('Sun 2026-11-23 05:14:34 UTC') == 1795410874.0
+    assert runtime.systemd_timestamp('n/a') == 0.0 and runtime.systemd_timestamp('') == 0.0
+    with pytest.raises(AnsibleFilterError):
+        runtime.systemd_timestamp('yesterday')
+
+
+def test_docker_cdi_filter():
+    assert runtime.docker_cdi(fixture('containerd', 'dockerd-debian13.version.txt'))['feature_needed'] is True
+    assert runtime.FilterModule().filters()['docker_cdi'] is runtime.docker_cdi
