@@ -37,20 +37,34 @@ def _fmt(template, **values):
     return template.format(**values)
 
 
+def _fill(templates, kernels, values):
+    out = []
+    for template in templates or []:
+        if '{kernel}' in template:
+            out.extend(_fmt(template, kernel=k, **values) for k in kernels)
+        else:
+            out.append(_fmt(template, **values))
+    return out
+
+
+def _by_flavour(table, flavour):
+    table = table or {}
+    return table.get(flavour) or table.get('any') or {}
+
+
 def _names(os_data, flavour, build, flavor, branch, kernels):
-    """(packages, kernel packages, leftovers) of one combination, with the templates filled in."""
-    packages = os_data.get('packages') or {}
-    by_flavour = packages.get(flavour) or packages.get('any') or {}
+    """(packages, kernel packages, leftovers, module packages) of one combination, templates filled in.
+
+    module packages: those that carry the kernel module of this flavour and build (os_data module_packages);
+    leftovers: what they pull in and leave behind when removed (os_data leftovers).
+    """
     values = {'branch': branch, 'open': '-open' if flavour == 'open' else '',
               'server': '-server' if flavor == 'server' else ''}
-    main = [_fmt(t, **values) for t in (by_flavour.get(build) or {}).get(flavor) or []]
-    per_kernel = []
-    for template in (os_data.get('kernel_packages') or {}).get(build) or []:
-        per_kernel.extend(_fmt(template, kernel=k, **values) for k in kernels)
-    leftovers = []
-    for template in ((os_data.get('leftovers') or {}).get(flavour) or {}).get(build) or []:
-        leftovers.extend(_fmt(template, kernel=k, **values) for k in kernels)
-    return main, per_kernel, leftovers
+    main = _fill((_by_flavour(os_data.get('packages'), flavour).get(build) or {}).get(flavor), kernels, values)
+    per_kernel = _fill((os_data.get('kernel_packages') or {}).get(build), kernels, values)
+    leftovers = _fill(((os_data.get('leftovers') or {}).get(flavour) or {}).get(build), kernels, values)
+    module = _fill(_by_flavour(os_data.get('module_packages'), flavour).get(build), kernels, values)
+    return main, per_kernel, leftovers, module
 
 
 def target_kernels(facts):
@@ -79,8 +93,8 @@ def branch_section(settings, os_data, today=None):
            'branch_warning': '', 'errors': []}
     if not status['supported']:
         advice = os_data.get('eol_advice') or ''
-        out['branch_warning'] = ('END OF LIFE: %s%s. %s' % (
-            status['message'], ' (the default branch of this OS; nvidia_driver_branch is not set)'
+        out['branch_warning'] = ('%s: %s%s. %s' % (
+            'END OF LIFE' if status['status'] == 'eol' else 'NOT SUPPORTED BY NVIDIA', status['message'], ' (the default branch of this OS; nvidia_driver_branch is not set)'
             if out['branch_defaulted'] else ' (nvidia_driver_branch)', advice)).strip()
         if not settings.get('allow_eol_branch', True):
             out['errors'].append('nvidia_driver_allow_eol_branch is false and %s%s. %s Nothing was changed.' % (
@@ -101,7 +115,8 @@ def plan(settings, os_data, facts, apt=None, today=None):
     source = settings.get('source') or 'distro'
     cuda_packages = (os_data.get('cuda_repo') or {}).get('packages')
     if source == 'cuda_repo' and cuda_packages:
-        os_data = dict(os_data, packages=cuda_packages, kernel_packages={}, leftovers={})
+        os_data = dict(os_data, packages=cuda_packages, kernel_packages={}, leftovers={},
+                       module_packages=(os_data.get('cuda_repo') or {}).get('module_packages') or {})
     out = branch_section(settings, os_data, today)
     errors = out['errors']
     branch = out['branch']
@@ -138,7 +153,7 @@ def plan(settings, os_data, facts, apt=None, today=None):
     prebuilt_names = {}
     if flavour and prebuilt_possible:
         for kernel in kernels:
-            _main, per_kernel, _left = _names(os_data, flavour, 'prebuilt', flavor, branch, [kernel])
+            _main, per_kernel, _left, _module = _names(os_data, flavour, 'prebuilt', flavor, branch, [kernel])
             if per_kernel:
                 prebuilt_names[kernel] = per_kernel[0]
     out['prebuilt_candidates'] = [prebuilt_names[k] for k in kernels if k in prebuilt_names]
@@ -209,17 +224,20 @@ def plan(settings, os_data, facts, apt=None, today=None):
     out['kmod'] = ''
     out['dnf_module'] = ''
     if flavour and build:
-        main, per_kernel, leftovers = _names(os_data, flavour, build, flavor, branch, kernels)
+        main, per_kernel, leftovers, module = _names(os_data, flavour, build, flavor, branch, kernels)
         headers = [_fmt(t, kernel=k) for t in (os_data.get('headers') or []) for k in kernels] if build == 'dkms' else []
         not_held = os_data.get('not_held') or []
-        owned = set(main + per_kernel + leftovers)
+        # A switch to another flavour or build removes the packages that carry the other kernel modules (and
+        # what they leave behind), in the same apt transaction; apt removes what depended on them. Packages
+        # shared by every flavour (libraries, nvidia-utils) are never on this list.
+        keep = set(main + per_kernel + leftovers + module)
         others = set()
         for other_flavour in FLAVOURS:
             for other_build in builds:
                 for other_flavor in FLAVORS:
-                    m, k, left = _names(os_data, other_flavour, other_build, other_flavor, branch, kernels)
-                    others.update(m + k + left)
-        removable = sorted(others - owned)
+                    _m, _k, left, mod = _names(os_data, other_flavour, other_build, other_flavor, branch, kernels)
+                    others.update(left + mod)
+        removable = sorted(others - keep)
         out['packages'] = main
         out['kernel_packages'] = per_kernel
         out['headers'] = headers
@@ -241,8 +259,8 @@ def plan(settings, os_data, facts, apt=None, today=None):
     for any_flavour in FLAVOURS:
         for any_build in builds:
             for any_flavor in FLAVORS:
-                m, k, left = _names(os_data, any_flavour, any_build, any_flavor, branch, kernels)
-                universe.update(m + k + left)
+                m, k, left, mod = _names(os_data, any_flavour, any_build, any_flavor, branch, kernels)
+                universe.update(m + k + left + mod)
     out['query_packages'] = sorted(universe)
     if not kernels:
         errors.append('this node has no installed kernel (no /boot/vmlinuz-* with /lib/modules/<version>)%s: there '

@@ -26,6 +26,8 @@ PLAY = """---
     - name: The node facts of a GPU node (a GPU, no module loaded, not a container)
       ansible.builtin.set_fact:
         ansible_facts: "{{ ansible_facts | combine({'gpu_node': __gpu_node}) }}"
+        # As this release's decide step registers gpu_node_facts' result.
+        __nvidia_driver_gpu_node_facts: {ansible_facts: {gpu_node: "{{ __gpu_node }}"}}
   tasks:
     - name: Run the reboot step
       ansible.builtin.include_role:

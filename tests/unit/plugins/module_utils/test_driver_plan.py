@@ -70,7 +70,7 @@ def test_eol_branch_refused_when_not_allowed():
 def test_debian13_branch_550_is_unlisted():
     plan = driver_plan.plan(settings(), os_data('Debian-13'), facts(kernels=['6.12.107+deb13-amd64']), today=TODAY)
     assert plan['branch'] == '550' and plan['branch_status']['status'] == 'unlisted'
-    assert "not in NVIDIA's support table" in plan['branch_warning']
+    assert plan['branch_warning'].startswith("NOT SUPPORTED BY NVIDIA: driver branch R550 is not in NVIDIA's support table")
     # auto on 550 (< 560): proprietary; DKMS (Debian has no prebuilt modules).
     assert plan['kernel_module']['flavour'] == 'proprietary'
     assert plan['module_build']['build'] == 'dkms' and plan['module_build']['reason'].startswith('auto: DKMS')
@@ -188,15 +188,40 @@ def test_switch_prebuilt_proprietary_to_open_removes_the_proprietary_packages_th
     apt = apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic'], installed)
     plan = driver_plan.plan(settings(kernel_module='open', flavor='headless'), os_data('Ubuntu'), facts(), apt,
                             today=TODAY)
+    # The packages carrying the other modules; apt removes nvidia-headless-no-dkms-580 itself (its
+    # nvidia-kernel-source-580 conflicts with the open one).
     assert plan['remove'] == ['linux-modules-nvidia-580-6.8.0-149-generic', 'linux-objects-nvidia-580-6.8.0-149-generic',
-                              'linux-signatures-nvidia-6.8.0-149-generic', 'nvidia-headless-no-dkms-580']
-    assert 'nvidia-utils-580' not in plan['remove']
+                              'linux-signatures-nvidia-6.8.0-149-generic']
     back = driver_plan.plan(settings(kernel_module='proprietary', flavor='headless'), os_data('Ubuntu'), facts(),
                             apt_answer(['linux-modules-nvidia-580-6.8.0-149-generic'],
                                        ['nvidia-headless-no-dkms-580-open', 'nvidia-utils-580',
                                         'linux-modules-nvidia-580-open-6.8.0-149-generic']), today=TODAY)
-    assert back['remove'] == ['linux-modules-nvidia-580-open-6.8.0-149-generic', 'nvidia-headless-no-dkms-580-open']
+    assert back['remove'] == ['linux-modules-nvidia-580-open-6.8.0-149-generic']
     assert back['hold'] == ['nvidia-headless-no-dkms-580', 'nvidia-utils-580', 'linux-modules-nvidia-580-6.8.0-149-generic']
+
+
+def test_a_converged_dkms_node_removes_nothing_shared():
+    # Regression: the libraries nvidia-driver-580 pulls (also named by the prebuilt desktop list) and
+    # nvidia-utils-580 are installed on a converged DKMS node; none of them may be removed.
+    installed = ['nvidia-driver-580', 'nvidia-dkms-580', 'nvidia-utils-580', 'libnvidia-gl-580', 'libnvidia-extra-580',
+                 'libnvidia-decode-580', 'libnvidia-encode-580', 'libnvidia-fbc1-580', 'xserver-xorg-video-nvidia-580',
+                 'nvidia-kernel-common-580']
+    plan = driver_plan.plan(settings(kernel_module='proprietary'), os_data('Ubuntu'), facts(kernels=['5.15.0-25-generic']),
+                            apt_answer([], installed), today=TODAY)
+    assert plan['module_build']['build'] == 'dkms' and plan['remove'] == []
+    debian = driver_plan.plan(settings(), os_data('Debian-13'), facts(kernels=['6.12.107+deb13-amd64']),
+                              apt_answer([], ['nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-smi']), today=TODAY)
+    assert debian['remove'] == []
+    to_open = driver_plan.plan(settings(kernel_module='open'), os_data('Debian-13'), facts(kernels=['6.12.107+deb13-amd64']),
+                               apt_answer([], ['nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-smi']), today=TODAY)
+    assert to_open['remove'] == ['nvidia-kernel-dkms']
+
+
+def test_switch_dkms_to_prebuilt_removes_the_dkms_package():
+    plan = driver_plan.plan(settings(), os_data('Ubuntu'), facts(),
+                            apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic'],
+                                       ['nvidia-driver-580-open', 'nvidia-dkms-580-open', 'libnvidia-gl-580']), today=TODAY)
+    assert plan['module_build']['build'] == 'prebuilt' and plan['remove'] == ['nvidia-dkms-580-open']
 
 
 def test_version_pin_is_a_glob_on_the_versioned_packages():
