@@ -243,8 +243,8 @@ def render_one_line(entries):
         opts = []
         for name, value in sorted(entry['options'].items()):
             if '\n' in value:
-                raise SourcesError('option %s of %s %s has several lines; use deb822' % (name, entry['uri'],
-                                                                                          entry['suite']))
+                raise SourcesError('option %s of %s %s has several lines; use deb822'
+                                   % (name, entry['uri'], entry['suite']))
             short = dict((v, k) for k, v in ONE_LINE_OPTIONS.items()).get(name, name)
             if name in LIST_OPTIONS:
                 value = ','.join(value.split())

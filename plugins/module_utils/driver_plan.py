@@ -93,9 +93,10 @@ def branch_section(settings, os_data, today=None):
            'branch_warning': '', 'errors': []}
     if not status['supported']:
         advice = os_data.get('eol_advice') or ''
-        out['branch_warning'] = ('%s: %s%s. %s' % (
-            'END OF LIFE' if status['status'] == 'eol' else 'NOT SUPPORTED BY NVIDIA', status['message'], ' (the default branch of this OS; nvidia_driver_branch is not set)'
-            if out['branch_defaulted'] else ' (nvidia_driver_branch)', advice)).strip()
+        where = (' (the default branch of this OS; nvidia_driver_branch is not set)' if out['branch_defaulted']
+                 else ' (nvidia_driver_branch)')
+        label = 'END OF LIFE' if status['status'] == 'eol' else 'NOT SUPPORTED BY NVIDIA'
+        out['branch_warning'] = ('%s: %s%s. %s' % (label, status['message'], where, advice)).strip()
         if not settings.get('allow_eol_branch', True):
             out['errors'].append('nvidia_driver_allow_eol_branch is false and %s%s. %s Nothing was changed.' % (
                 status['message'], ' (the default branch of this OS)' if out['branch_defaulted'] else '',
@@ -170,9 +171,11 @@ def plan(settings, os_data, facts, apt=None, today=None):
         build, reason = 'dkms', 'DKMS, as asked (nvidia_driver_module_build=dkms)'
     elif not prebuilt_possible:
         build = 'dkms'
-        reason = ('auto: DKMS, because %s' % ('prebuilt modules are Ubuntu\'s only (%s)' % os_data.get('name', 'this OS')
-                                               if 'prebuilt' not in builds
-                                               else 'nvidia_driver_source is %s' % source))
+        if 'prebuilt' not in builds:
+            why = 'prebuilt modules are Ubuntu\'s only (%s)' % os_data.get('name', 'this OS')
+        else:
+            why = 'nvidia_driver_source is %s' % source
+        reason = 'auto: DKMS, because %s' % why
     elif not kernels:
         build = 'dkms' if wanted == 'auto' else None
         reason = 'no installed kernel to install modules for'

@@ -118,7 +118,12 @@ deb822:
   description: RV(missing) as the text of a deb822 sources file; empty when nothing lacks.
   returned: always
   type: str
-  sample: "Types: deb\nURIs: http://archive.ubuntu.com/ubuntu\nSuites: noble noble-updates noble-security\nComponents: restricted multiverse\nSigned-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg\n"
+  sample: |
+    Types: deb
+    URIs: http://archive.ubuntu.com/ubuntu
+    Suites: noble noble-updates noble-security
+    Components: restricted multiverse
+    Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg
 in_place:
   description: True when O(own_file) already holds exactly RV(missing) (or nothing lacks and it is absent).
   returned: always

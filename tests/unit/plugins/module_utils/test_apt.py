@@ -184,8 +184,9 @@ def test_simulation_of_a_switch_with_holds_ignored_names_the_held_package():
     assert [(p['name'], p['version']) for p in sim['remove']] == [
         ('nvidia-headless-no-dkms-580', '580.178.04-0ubuntu0.24.04.1'),
         ('nvidia-kernel-source-580', '580.178.04-0ubuntu0.24.04.1')]
-    assert [p['name'] for p in sim['install']] == ['linux-modules-nvidia-580-open-6.8.0-149-generic',
-                                                  'nvidia-kernel-source-580-open', 'nvidia-headless-no-dkms-580-open']
+    assert [p['name'] for p in sim['install']] == [
+        'linux-modules-nvidia-580-open-6.8.0-149-generic', 'nvidia-kernel-source-580-open',
+        'nvidia-headless-no-dkms-580-open']
     assert sim['already'] == ['nvidia-utils-580']
 
 
@@ -225,7 +226,7 @@ def test_showhold():
 
 def test_gpg_primary_fingerprints_of_the_ubuntu_keyring():
     text = fixture('gpg-show-keys-ubuntu-archive-keyring.txt')
-    assert apt.gpg_primary_fingerprints(text) == ['790BC7277767219C42C86F933B4FE6ACC0B21F32',
-                                                 '843938DF228D22F7B3742BC0D94AA3F0EFE21092',
-                                                 'F6ECB3762474EDA9D21B7022871920D1991BC93C']
+    assert apt.gpg_primary_fingerprints(text) == [
+        '790BC7277767219C42C86F933B4FE6ACC0B21F32', '843938DF228D22F7B3742BC0D94AA3F0EFE21092',
+        'F6ECB3762474EDA9D21B7022871920D1991BC93C']
     assert apt.gpg_primary_fingerprints('sub:-:4096:1:X:::\nfpr:::::::::AAAA:\n') == []
