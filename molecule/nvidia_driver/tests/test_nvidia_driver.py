@@ -181,7 +181,8 @@ def _own_entries(host):
 
 def test_added_sources_keep_the_nodes_mirror_and_signed_by(host):
     uri, signed_by = _own_entries(host)
-    text = host.file(SOURCES).content_string
+    # The deb822 paragraphs, without the file's comment header.
+    text = "\n".join(line for line in host.file(SOURCES).content_string.splitlines() if not line.startswith("#"))
     paragraphs = [p for p in text.split("\n\n") if "Types:" in p]
     assert paragraphs, text
     for para in paragraphs:
