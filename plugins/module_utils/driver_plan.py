@@ -245,7 +245,13 @@ def plan(settings, os_data, facts, apt=None, today=None):
         out['kernel_packages'] = per_kernel
         out['headers'] = headers
         out['hold'] = [p for p in main + per_kernel if p not in not_held]
-        out['remove'] = [p for p in removable if _installed(apt, p)] if apt is not None else []
+        # Installed packages that carry a kernel module of any other branch too (gpu_node_facts lists the
+        # installed driver packages): a branch change must not leave the old module beside the new one.
+        module_regex = re.compile(os_data.get('module_package_regex') or '^$')
+        installed_drivers = [p.split()[0].split(':')[0] for p in facts.get('driver_packages') or []]
+        removable = sorted(set(removable) | set(n for n in installed_drivers if module_regex.search(n) and n not in keep))
+        out['remove'] = sorted(set([p for p in removable if _installed(apt, p)] if apt is not None else [])
+                               | set(n for n in installed_drivers if n in removable))
         out['remove_candidates'] = removable
         out['dkms_module'] = ((os_data.get('dkms_module') or {}).get(flavour) or '') if build == 'dkms' else ''
         out['kmod'] = (os_data.get('kmod') or {}).get(flavour) or 'nvidia'

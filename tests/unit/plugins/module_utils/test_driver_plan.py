@@ -224,6 +224,19 @@ def test_switch_dkms_to_prebuilt_removes_the_dkms_package():
     assert plan['module_build']['build'] == 'prebuilt' and plan['remove'] == ['nvidia-dkms-580-open']
 
 
+def test_a_branch_change_removes_the_old_branchs_module_package():
+    node = facts()
+    node['driver_packages'] = ['linux-modules-nvidia-580-open-6.8.0-149-generic 6.8.0-149.149',
+                               'nvidia-utils-580 580.178.04-0ubuntu0.24.04.1', 'nvidia-dkms-570 570.1-0']
+    plan = driver_plan.plan(settings(branch='595'), os_data('Ubuntu'), node,
+                            apt_answer(['linux-modules-nvidia-595-open-6.8.0-149-generic']), today=TODAY)
+    assert plan['module_build']['build'] == 'prebuilt'
+    assert plan['remove'] == ['linux-modules-nvidia-580-open-6.8.0-149-generic', 'nvidia-dkms-570']
+    same = driver_plan.plan(settings(), os_data('Ubuntu'), node,
+                            apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic']), today=TODAY)
+    assert same['remove'] == ['nvidia-dkms-570']
+
+
 def test_version_pin_is_a_glob_on_the_versioned_packages():
     plan = driver_plan.plan(settings(version='580.178.04', module_build='dkms'), os_data('Ubuntu'), facts(), apt_answer(),
                             today=TODAY)
