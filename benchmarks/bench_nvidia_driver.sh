@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark of the nvidia_driver role against a bare apt-get install of the same packages.
 #
-#   benchmarks/bench_nvidia_driver.sh [debian12|ubuntu2204]   (default debian12)
+#   benchmarks/bench_nvidia_driver.sh [debian12|debian13|ubuntu2204|ubuntu2404]   (default debian12)
 #   BENCH_SCOPE=host-layer benchmarks/bench_nvidia_driver.sh debian12
 #
 # BENCH_SCOPE=role (default) runs the nvidia_driver role alone; BENCH_SCOPE=host-layer runs
@@ -9,11 +9,11 @@
 # repository cannot be reached here; rke2_nvidia_runtime: no RKE2), i.e. nvidia_driver and the
 # configuration part of container_toolkit, against the same bare floor.
 #
-# Two identical fresh nodes from the same image. Both first get a kernel image (untimed, as in
-# the molecule scenario: DKMS needs a kernel to build for). Then, one after the other so they
-# do not share the CPUs:
+# Two identical fresh nodes from the same image (the images have a kernel installed, as a real
+# machine has). Then, one after the other so they do not share the CPUs:
 #   bare: add the same apt components the role adds, apt-get update, apt-get install
-#         --no-install-recommends <headers> <driver packages> <initramfs tool>  (DKMS builds)
+#         --no-install-recommends of the packages the role installs with its defaults there
+#         (DKMS builds; on ubuntu2404 Canonical's prebuilt open modules, no DKMS)
 #   role: ansible-playbook with baremetal.gpu.nvidia_driver (first converge), then a rerun
 # and prints a table: wall times, the role/bare ratio (goal <= 1.10), the rerun time and its
 # changed count. Takes about 15-20 minutes on 2 cores.
@@ -31,14 +31,21 @@ trap cleanup EXIT
 
 case "$NODE" in
   debian12)
-    KERNEL_PKG=linux-image-amd64
+    PKGS="nvidia-driver nvidia-kernel-dkms nvidia-smi firmware-misc-nonfree initramfs-tools"
+    ;;
+  debian13)
     PKGS="nvidia-driver nvidia-kernel-dkms nvidia-smi firmware-misc-nonfree initramfs-tools"
     ;;
   ubuntu2204)
-    KERNEL_PKG=linux-image-virtual
-    PKGS="nvidia-driver-580 nvidia-dkms-580 initramfs-tools"
+    # The role's default there: open modules (auto), DKMS (no prebuilt modules for the node's kernel).
+    PKGS="nvidia-driver-580-open nvidia-dkms-580-open initramfs-tools"
     ;;
-  *) echo "unknown node $NODE (debian12 or ubuntu2204)" >&2; exit 2 ;;
+  ubuntu2404)
+    # The role's default there: open modules, Canonical's prebuilt modules for the node's kernel, no DKMS.
+    PKGS="nvidia-headless-no-dkms-580-open nvidia-utils-580 libnvidia-gl-580 libnvidia-extra-580 libnvidia-decode-580
+          libnvidia-encode-580 libnvidia-fbc1-580 xserver-xorg-video-nvidia-580 initramfs-tools"
+    ;;
+  *) echo "unknown node $NODE (debian12, debian13, ubuntu2204 or ubuntu2404)" >&2; exit 2 ;;
 esac
 
 now() { date +%s.%N; }
@@ -49,10 +56,11 @@ for c in "$BARE" "$ROLE"; do
   podman run -d --name "$c" --systemd=always "$IMAGE" /sbin/init >/dev/null
 done
 sleep 3
-for c in "$BARE" "$ROLE"; do
-  podman exec "$c" bash -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $KERNEL_PKG >/dev/null"
-done
 KVER="$(podman exec "$BARE" bash -c 'ls /boot | sed -n "s/^vmlinuz-//p" | head -n1')"
+case "$NODE" in
+  ubuntu2404) KPKGS="linux-modules-nvidia-580-open-$KVER" ;;
+  *) KPKGS="linux-headers-$KVER" ;;
+esac
 
 cat > "$WORK/inventory.yml" <<INV
 all:
@@ -83,20 +91,26 @@ PLAY
   *) echo "unknown BENCH_SCOPE $SCOPE (role or host-layer)" >&2; exit 2 ;;
 esac
 
-# Bare: the same components on the node's own mirror, then one apt-get install.
+# Bare: the same components on the node's own mirror (keeping its Signed-By), then one apt-get install.
 t0="$(now)"
 podman exec "$BARE" bash -c "
   set -e
-  mirror=\$(awk '\$1==\"deb\" {print \$2; exit}' /etc/apt/sources.list)
-  suite=\$(awk '\$1==\"deb\" {print \$3; exit}' /etc/apt/sources.list)
-  if [ '$NODE' = debian12 ]; then
-    echo \"deb \$mirror \$suite contrib non-free non-free-firmware\" > /etc/apt/sources.list.d/bare.list
+  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+    sed -e 's/^Components: .*/Components: contrib non-free/' /etc/apt/sources.list.d/debian.sources > /etc/apt/sources.list.d/bare.sources
+  elif [ -f /etc/apt/sources.list.d/ubuntu.sources ]; then
+    sed -e 's/^Components: .*/Components: restricted multiverse/' /etc/apt/sources.list.d/ubuntu.sources > /etc/apt/sources.list.d/bare.sources
   else
-    printf 'deb %s %s restricted multiverse\ndeb %s %s-updates main restricted universe multiverse\ndeb %s %s-security main restricted universe multiverse\n' \
-      \$mirror \$suite \$mirror \$suite \$mirror \$suite > /etc/apt/sources.list.d/bare.list
+    mirror=\$(awk '\$1==\"deb\" {print \$2; exit}' /etc/apt/sources.list)
+    suite=\$(awk '\$1==\"deb\" {print \$3; exit}' /etc/apt/sources.list)
+    if [ '$NODE' = debian12 ]; then
+      echo \"deb \$mirror \$suite contrib non-free non-free-firmware\" > /etc/apt/sources.list.d/bare.list
+    else
+      printf 'deb %s %s restricted multiverse\\ndeb %s %s-updates main restricted universe multiverse\\ndeb %s %s-security main restricted universe multiverse\\n' \\
+        \$mirror \$suite \$mirror \$suite \$mirror \$suite > /etc/apt/sources.list.d/bare.list
+    fi
   fi
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-headers-$KVER $PKGS >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $KPKGS $PKGS >/dev/null
 " > "$WORK/bare.log" 2>&1
 t1="$(now)"
 BARE_S="$(secs "$t0" "$t1")"

@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
 # `make lab`: the collection's main job, run against a local lab node.
 #
-#   bash scripts/lab.sh              set up, then preflight -> host layer -> verify -> preflight
-#   LAB_RESET=1 bash scripts/lab.sh  throw the lab node away first and start from a fresh one
+#   bash scripts/lab.sh                  set up, then preflight -> host layer -> verify -> preflight
+#   LAB_OS=debian12 bash scripts/lab.sh  the lab node's OS: debian12, debian13, ubuntu2204 or ubuntu2404
+#                                        (default ubuntu2404: it converges fastest, Ubuntu's signed prebuilt
+#                                        modules needing no DKMS build; see README.md, "The two commands")
+#   LAB_RESET=1 bash scripts/lab.sh      throw the lab node away first and start from a fresh one
 #
-# The lab node is a Debian 12 systemd container (podman) from
-# localhost/baremetal-gpu-debian12:latest, reached through the containers.podman.podman
-# connection with inventory/lab/. A second run reuses it: that run is the idempotence
-# check, and its changed count is printed. What cannot be exercised here (no GPU, no
+# The lab node is a systemd container (podman) baremetal-gpu-lab-<LAB_OS> from
+# localhost/baremetal-gpu-<LAB_OS>:latest, reached through the containers.podman.podman
+# connection with inventory/lab/ (which reads LAB_OS too). A second run reuses it: that run is the
+# idempotence check, and its changed count is printed. What cannot be exercised here (no GPU, no
 # cluster) is stated at the end; nothing is reported as verified that was not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LAB_NAME=baremetal-gpu-lab   # must match inventory/lab/hosts.yml
-LAB_IMAGE=localhost/baremetal-gpu-debian12:latest
+LAB_OS=${LAB_OS:-ubuntu2404}
+case $LAB_OS in
+  debian12 | debian13 | ubuntu2204 | ubuntu2404) ;;
+  *) printf '[lab] LAB_OS must be debian12, debian13, ubuntu2204 or ubuntu2404; got "%s"\n' "$LAB_OS" >&2; exit 2 ;;
+esac
+export LAB_OS                # inventory/lab/hosts.yml reads it
+LAB_NAME=baremetal-gpu-lab-$LAB_OS   # must match inventory/lab/hosts.yml
+LAB_IMAGE=localhost/baremetal-gpu-$LAB_OS:latest
 INVENTORY=inventory/lab
-LOGS=.cache/logs/lab
-REPORTS=reports/lab
+LOGS=.cache/logs/lab-$LAB_OS
+REPORTS=reports/lab-$LAB_OS
 # Skipped, each for a reason stated in the final summary: NVIDIA's container toolkit repository
 # cannot be reached from here (tag nvidia_repo), and there is no RKE2 in the lab node for
 # rke2_nvidia_runtime to configure (it refuses a node without RKE2, rightly).
@@ -28,12 +37,12 @@ die() { printf '\n[lab] FAILED: %s\n' "$*" >&2; exit 1; }
 start=$SECONDS
 log "setting up (scripts/setup.sh)"
 bash scripts/setup.sh
-log "building or reusing the Debian 12 node image (scripts/build-images.sh debian12)"
-bash scripts/build-images.sh debian12
+log "building or reusing the $LAB_OS node image (scripts/build-images.sh $LAB_OS)"
+bash scripts/build-images.sh "$LAB_OS"
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
-status=$(cat .cache/images/debian12.status 2>/dev/null || echo "NOT RUN: no status written")
-[[ $status == ok ]] || die "the Debian 12 image is not available ($status)"
+status=$(cat ".cache/images/$LAB_OS.status" 2>/dev/null || echo "NOT RUN: no status written")
+[[ $status == ok ]] || die "the $LAB_OS image is not available ($status)"
 
 export ANSIBLE_CALLBACK_RESULT_FORMAT=yaml ANSIBLE_PIPELINING=true ANSIBLE_RETRY_FILES_ENABLED=false
 mkdir -p "$LOGS" "$REPORTS"
@@ -62,12 +71,10 @@ for _ in $(seq 1 60); do
 done
 log "lab node systemd state: ${state:-unknown}"
 
-# A real machine has a kernel installed; the container image has none (it runs on the host's
-# kernel), and DKMS needs one to build for. Installing it is lab preparation, not the
-# collection's job, and happens once per lab node.
+# A real machine has a kernel installed; so has the node image (tests/images/Containerfile), and the
+# driver role builds or installs modules for it (the container's running kernel is the host's).
 if ! podman exec "$LAB_NAME" sh -c 'ls /boot/vmlinuz-* >/dev/null 2>&1'; then
-  log "lab preparation: installing a kernel image (linux-image-amd64) in the lab node, as a real machine has"
-  podman exec "$LAB_NAME" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-image-amd64 >/dev/null'
+  die "the lab node has no kernel image in /boot (rebuild the images: bash scripts/build-images.sh $LAB_OS)"
 fi
 
 declare -A took changed
@@ -79,7 +86,7 @@ run_play() {
   t0=$SECONDS
   ansible-playbook -i "$INVENTORY" "$playbook" "$@" 2>&1 | tee "$LOGS/$step.log" || rc=$?
   took[$step]=$((SECONDS - t0))
-  changed[$step]=$(awk -v h="$LAB_NAME" '$1 == h && /changed=/ {for (i = 1; i <= NF; i++) if ($i ~ /^changed=/) print substr($i, 9)}' "$LOGS/$step.log" | tail -1)
+  changed[$step]=$(awk -v h=baremetal-gpu-lab '$1 == h && /changed=/ {for (i = 1; i <= NF; i++) if ($i ~ /^changed=/) print substr($i, 9)}' "$LOGS/$step.log" | tail -1)
   ((rc == 0)) || die "$step failed (rc $rc); full log in $LOGS/$step.log"
 }
 
@@ -89,7 +96,7 @@ run_play verify playbooks/verify.yml
 run_play preflight-after playbooks/preflight.yml -e preflight_report_dir="$REPORTS"
 
 total=$((SECONDS - start))
-printf '\n==================== make lab: summary ====================\n'
+printf '\n==================== make lab (%s): summary ====================\n' "$LAB_OS"
 printf '%-18s %8s %8s\n' step seconds changed
 for step in preflight-before host-layer verify preflight-after; do
   printf '%-18s %8s %8s\n' "$step" "${took[$step]}" "${changed[$step]:-?}"
@@ -110,11 +117,11 @@ grep -E '^- ' "$REPORTS/preflight.md" || true
 cat <<'EOF'
 
 What this lab did NOT exercise, plainly:
-- There is no GPU. The driver packages were installed and DKMS built the module for the
-  kernels that have headers in the node, but no module was loaded and nvidia-smi cannot talk
-  to a driver (it exits 9): verify reports "driver installed, no GPU visible". The lab node is
-  a container sharing the host's kernel, so nouveau, Secure Boot, module loading and reboots
-  are not real here.
+- There is no GPU. The driver packages were installed and the module is there for the node's
+  kernel (DKMS built it, or, on Ubuntu 24.04 by default, Canonical's signed prebuilt modules were
+  installed), but no module was loaded and nvidia-smi cannot talk to a driver: verify reports
+  "driver installed, no GPU visible". The lab node is a container sharing the host's kernel, so
+  nouveau, Secure Boot, module loading and reboots are not real here.
 - There is no cluster. RKE2 is not installed in the lab node, the Kubernetes API is absent,
   so the cluster layer (RuntimeClass, kube-prometheus-stack, device plugin, dcgm-exporter)
   and verify's cluster checks (node capacity, smoke-test pod, DCGM series in Prometheus) were

@@ -1,8 +1,9 @@
 #!/usr/bin/env python
-"""Keep role docs and argument specs in step with defaults.
+"""Keep role docs and argument specs in step with defaults, and the OS support matrix in one place.
 
-    scripts/role-docs.py           rewrite the variables table in every roles/<role>/README.md
-    scripts/role-docs.py --check   fail if any role drifts (run by `make test`)
+    scripts/role-docs.py           rewrite the variables table in every roles/<role>/README.md and the OS
+                                   support matrix table in README.md
+    scripts/role-docs.py --check   fail if any of those drifts (run by `make test`)
 
 Checks per role (public roles; roles whose name starts with "_" are internal):
   - meta/argument_specs.yml exists with a `main` entry point;
@@ -12,9 +13,19 @@ Checks per role (public roles; roles whose name starts with "_" are internal):
     defaults agree (an option with no default in defaults/main.yml must not
     declare one either);
   - README.md holds the generated table between the markers.
+
+The OS support matrix (issue 14 item 13): OS_MATRIX in plugins/module_utils/support.py is the only list
+of supported operating systems. This script
+  - writes the table of README.md between <!-- BEGIN OS MATRIX --> and <!-- END OS MATRIX --> from it;
+  - checks that meta/main.yml galaxy_info.platforms of every host role (HOST_ROLES) lists exactly the
+    platforms of OS_MATRIX (galaxy_platform, galaxy_version), neither more nor fewer;
+  - checks that every role's meta/main.yml min_ansible_version is the floor of meta/runtime.yml
+    requires_ansible (the roles said 2.17 while the collection requires 2.19).
 """
 import glob
+import importlib.util
 import os
+import re
 import sys
 
 import yaml
@@ -22,6 +33,91 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN = "<!-- BEGIN VARIABLES -->"
 END = "<!-- END VARIABLES -->"
+MATRIX_BEGIN = "<!-- BEGIN OS MATRIX -->"
+MATRIX_END = "<!-- END OS MATRIX -->"
+# Roles that run on the GPU nodes and so support exactly the OS matrix.
+HOST_ROLES = ("nvidia_driver", "container_toolkit", "rke2_nvidia_runtime", "preflight", "upgrade", "uninstall")
+
+
+def load_support():
+    """plugins/module_utils/support.py, imported by path (it needs nothing of Ansible)."""
+    path = os.path.join(ROOT, "plugins", "module_utils", "support.py")
+    spec = importlib.util.spec_from_file_location("baremetal_gpu_support", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def matrix_platforms(matrix):
+    """{(galaxy platform, version)} of the OS matrix."""
+    return set((row["galaxy_platform"], str(row["galaxy_version"])) for row in matrix)
+
+
+def matrix_table(matrix):
+    lines = ["| OS | key (`distribution-major`) | Galaxy platform | tested here |", "|---|---|---|---|"]
+    for row in matrix:
+        name = row["name"] + (" (%s)" % row["codename"] if row["codename"] else "")
+        if row["tested"]:
+            tested = ("yes: the test node `%s` (podman, systemd) runs every host-role scenario and preflight"
+                      % row["test_node"])
+        else:
+            tested = "no: implemented from the vendors' documentation, no mirror reachable here"
+        lines.append("| %s | `%s` | %s %s | %s |" % (name, row["key"], row["galaxy_platform"], row["galaxy_version"],
+                                                     tested))
+    return "\n".join(lines)
+
+
+def check_platforms(role_dir, matrix):
+    role = os.path.basename(role_dir)
+    meta = load(os.path.join(role_dir, "meta", "main.yml")) or {}
+    platforms = (meta.get("galaxy_info") or {}).get("platforms") or []
+    have = set()
+    for platform in platforms:
+        for version in platform.get("versions") or []:
+            have.add((platform.get("name"), str(version)))
+    want = matrix_platforms(matrix)
+    errors = []
+    if have - want:
+        errors.append("%s: meta/main.yml galaxy_info.platforms lists %s, which the OS matrix (plugins/module_utils/"
+                      "support.py OS_MATRIX) does not support" % (role, ", ".join("%s %s" % p for p in sorted(have - want))))
+    if want - have:
+        errors.append("%s: meta/main.yml galaxy_info.platforms lacks %s of the OS matrix (plugins/module_utils/"
+                      "support.py OS_MATRIX)" % (role, ", ".join("%s %s" % p for p in sorted(want - have))))
+    return errors
+
+
+def requires_ansible_floor():
+    """The lowest ansible-core of meta/runtime.yml requires_ansible (">=2.19.0,<2.20.0" -> "2.19")."""
+    spec = (load(os.path.join(ROOT, "meta", "runtime.yml")) or {}).get("requires_ansible", "")
+    match = re.search(r">=\s*(\d+)\.(\d+)", spec)
+    return "%s.%s" % match.groups() if match else None
+
+
+def check_min_ansible(role_dir, floor):
+    """Every role's min_ansible_version is the collection's requires_ansible floor (one fact, one value)."""
+    meta = load(os.path.join(role_dir, "meta", "main.yml")) or {}
+    have = str((meta.get("galaxy_info") or {}).get("min_ansible_version", ""))
+    if floor and have != floor:
+        return ["%s: meta/main.yml min_ansible_version is %r, meta/runtime.yml requires_ansible starts at %r"
+                % (os.path.basename(role_dir), have, floor)]
+    return []
+
+
+def check_readme_matrix(matrix, write):
+    readme = os.path.join(ROOT, "README.md")
+    text = open(readme, encoding="utf-8").read()
+    if MATRIX_BEGIN not in text or MATRIX_END not in text:
+        return ["README.md lacks the %s / %s markers" % (MATRIX_BEGIN, MATRIX_END)]
+    head, rest = text.split(MATRIX_BEGIN, 1)
+    tail = rest.split(MATRIX_END, 1)[1]
+    new = head + MATRIX_BEGIN + "\n" + matrix_table(matrix) + "\n" + MATRIX_END + tail
+    if new != text:
+        if write:
+            with open(readme, "w", encoding="utf-8") as fh:
+                fh.write(new)
+        else:
+            return ["README.md OS support matrix is stale; run scripts/role-docs.py"]
+    return []
 
 
 def load(path):
@@ -120,11 +216,19 @@ def main(argv):
     roles = sorted(d for d in glob.glob(os.path.join(ROOT, "roles", "*")) if os.path.isdir(d))
     for role_dir in roles:
         errors.extend(check_role(role_dir, write))
+    floor = requires_ansible_floor()
+    for role_dir in roles:
+        errors.extend(check_min_ansible(role_dir, floor))
+    matrix = load_support().OS_MATRIX
+    for role in HOST_ROLES:
+        errors.extend(check_platforms(os.path.join(ROOT, "roles", role), matrix))
+    errors.extend(check_readme_matrix(matrix, write))
     for err in errors:
         print("role-docs: " + err)
     if errors:
         return 1
-    print("role-docs: %d roles in step (argument_specs, defaults, README)" % len(roles))
+    print("role-docs: %d roles in step (argument_specs, defaults, README); %d host roles' platforms and the README "
+          "agree with the OS matrix (%d OSes)" % (len(roles), len(HOST_ROLES), len(matrix)))
     return 0
 
 

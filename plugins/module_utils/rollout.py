@@ -89,8 +89,8 @@ def plan(batch_size, max_unavailable, hosts, nodes, installed, target):
                          % (limit, len(already), ', '.join(already)))
     serial = min(batch, room)
     reason = ('%d node(s) to upgrade in batches of %d (upgrade_batch_size %s = %d; upgrade_max_unavailable %s = %d, '
-              'minus %d already unschedulable)' % (len(pending), serial, batch_size, batch, max_unavailable, limit,
-                                                     len(already)))
+              'minus %d already unschedulable)'
+              % (len(pending), serial, batch_size, batch, max_unavailable, limit, len(already)))
     return {'serial': serial, 'skip': skip, 'done': done, 'pending': pending, 'already_unavailable': already,
             'noop': False, 'reason': reason}
 

@@ -9,6 +9,8 @@ Each file tests/integration/bad_inputs/<role>.yml is a YAML list of cases:
       expect: "nvidia_driver_branch"         # substring the failure output must contain
       tags: [nvidia_driver_preflight]        # optional: only run these tags
       cli: {nvidia_driver_branch: "abc"}     # optional: also passed as -e name=value (strings, as users type them)
+      e_strings: true                        # optional: also run the case with every var passed as
+                                             # -e key=value, i.e. as a string (scalar vars only)
 
 The runner applies the role to localhost (connection local) in **check mode**, with
 facts gathered from this machine and then the case's overrides merged in, and asserts:
@@ -34,6 +36,9 @@ for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "bad_inputs
         for case in yaml.safe_load(fh) or []:
             case.setdefault("role", default_role)
             CASES.append(pytest.param(case, id="%s: %s" % (case["role"], case["name"])))
+            if case.get("e_strings"):
+                CASES.append(pytest.param(dict(case, as_extra_vars=True),
+                                          id="%s: %s (-e strings)" % (case["role"], case["name"])))
 
 PLAY = """---
 - name: Bad input case
@@ -56,10 +61,17 @@ FAILED_TASK = re.compile(r"^TASK \[(?P<name>[^\]]*)\]", re.M)
 @pytest.mark.parametrize("case", CASES)
 def test_bad_input_refused(case, tmp_path):
     vars_ = dict(case.get("vars") or {})
+    extra = []
+    if case.get("as_extra_vars"):
+        # As `-e key=value` on the command line: every value arrives as a string.
+        for key, value in sorted(vars_.items()):
+            assert not isinstance(value, (dict, list)), "e_strings cases take scalar vars only"
+            extra += ["-e", "%s=%s" % (key, str(value).lower() if isinstance(value, bool) else value)]
+        vars_ = {}
     vars_["__case_facts"] = case.get("facts") or {}
     (tmp_path / "case_vars.yml").write_text(yaml.safe_dump(vars_))
     (tmp_path / "play.yml").write_text(PLAY % case["role"])
-    args = ["--check"]
+    args = ["--check"] + extra
     for name, value in (case.get("cli") or {}).items():
         args += ["-e", "%s=%s" % (name, value)]
     if case.get("tags"):

@@ -1,4 +1,4 @@
-"""Verify the nvidia_driver role against the node's real state (read independently of the role)."""
+"""Verify the nvidia_driver role against each node's real state, read independently of the role."""
 import json
 import os
 import re
@@ -9,23 +9,65 @@ testinfra_hosts = ["podman://" + h for h in testinfra.utils.ansible_runner.Ansib
     os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts("all")]
 
 BLACKLIST = "/etc/modprobe.d/blacklist-nouveau.conf"
+SOURCES = "/etc/apt/sources.list.d/baremetal-gpu-nvidia-driver.sources"
+LICENSE = {"open": "Dual MIT/GPL", "proprietary": "NVIDIA"}
 
 
 def _report(host):
     return json.loads(host.file("/var/tmp/nvidia_driver_report.json").content_string)
 
 
-def _is_debian(host):
-    return host.system_info.distribution == "debian"
-
-
-def _kmod_package(host):
-    return "nvidia-kernel-dkms" if _is_debian(host) else "nvidia-dkms-%s" % _report(host)["expected_branch"]
+def _expected(host):
+    return _report(host)["expected"]
 
 
 def _kernels(host):
     out = host.run("ls /boot").stdout.split()
-    return sorted(f[len("vmlinuz-"):] for f in out if f.startswith("vmlinuz-"))
+    kernels = sorted(f[len("vmlinuz-"):] for f in out if f.startswith("vmlinuz-"))
+    assert kernels, "the test node has a kernel image (tests/images/Containerfile)"
+    return kernels
+
+
+def _installed(host, pattern):
+    out = host.run("dpkg-query -W -f '${Package} ${db:Status-Abbrev}\\n' '%s' 2>/dev/null" % pattern).stdout
+    return sorted(line.split()[0] for line in out.splitlines() if line.split()[-1].startswith("ii"))
+
+
+def _is_debian(host):
+    return host.system_info.distribution == "debian"
+
+
+def test_decisions_match_what_was_asked(host):
+    plan, exp = _report(host)["plan"], _expected(host)
+    assert plan["branch"] == exp["branch"]
+    assert plan["kernel_module"]["flavour"] == exp["flavour"], plan["kernel_module"]
+    assert plan["module_build"]["build"] == exp["build"], plan["module_build"]
+    assert plan["branch_status"]["status"] == exp["branch_status"], plan["branch_status"]
+    assert plan["kernel_module"]["reason"] and plan["module_build"]["reason"]
+    name = host.backend.get_hostname()
+    if name.endswith("ubuntu2204"):
+        # No prebuilt modules for 5.15.0-25 in the archive: auto falls back to DKMS, and says why.
+        assert plan["module_build"]["reason"].startswith("auto: DKMS, because Ubuntu's archive has no prebuilt"), plan
+        assert "5.15.0-25-generic" in plan["module_build"]["reason"]
+    if name.endswith("ubuntu2404"):
+        assert plan["module_build"]["reason"].startswith("auto: prebuilt"), plan["module_build"]
+        assert plan["kernel_module"]["reason"].startswith("auto: open"), plan["kernel_module"]
+
+
+def test_branch_support_warning(host):
+    plan = _report(host)["plan"]
+    if _is_debian(host):
+        warning = plan["branch_warning"]
+        assert warning.startswith("END OF LIFE:" if plan["branch"] == "535" else "NOT SUPPORTED BY NVIDIA:"), warning
+        assert "R%s" % plan["branch"] in warning
+        # On Debian the supported branches come from NVIDIA's CUDA repository: the warning says so.
+        assert "CUDA repository" in warning and "nvidia_driver_source: cuda_repo" in warning, warning
+        if plan["branch"] == "535":
+            assert "reached NVIDIA's end of life in 2026-06" in warning, warning
+        else:
+            assert "not in NVIDIA's support table" in warning, warning
+    else:
+        assert plan["branch_warning"] == ""
 
 
 def test_blacklist_file_content(host):
@@ -36,95 +78,134 @@ def test_blacklist_file_content(host):
     assert "options nouveau modeset=0" in lines
 
 
-def test_initramfs_regenerated_after_blacklist(host):
-    kernels = _kernels(host)
-    assert kernels, "the test node has a kernel image (converge pre_task)"
+def test_every_initramfs_holds_the_blacklist(host):
     blacklist_mtime = host.file(BLACKLIST).mtime
-    for kernel in kernels:
+    for kernel in _kernels(host):
         initrd = host.file("/boot/initrd.img-%s" % kernel)
         assert initrd.exists, initrd.path
         assert initrd.mtime >= blacklist_mtime, "%s is older than %s" % (initrd.path, BLACKLIST)
         listing = host.run("lsinitramfs %s", initrd.path)
         assert listing.rc == 0, listing.stderr
-        assert re.search(r"(^|/)etc/modprobe\.d/blacklist-nouveau\.conf$", listing.stdout, re.M), \
-            "the blacklist is not in %s" % initrd.path
+        assert re.search(r"(^|/)etc/modprobe\.d/blacklist-nouveau\.conf$", listing.stdout, re.M), initrd.path
 
 
-def test_installed_version_belongs_to_branch(host):
-    branch = _report(host)["expected_branch"]
-    pkg = host.package(_kmod_package(host))
-    assert pkg.is_installed
-    assert re.match(r"^(\d+:)?%s\." % branch, pkg.version), pkg.version
-    # No other branch's kernel-module package slipped in (Ubuntu transitional chains).
-    others = host.run("dpkg-query -W -f '${Package} ${Status}\\n' 'nvidia-dkms-*' 2>/dev/null").stdout
-    for line in others.splitlines():
-        if line.endswith("install ok installed"):
-            assert line.split()[0] == _kmod_package(host), line
-    assert _report(host)["installed_version"].startswith(branch + ".")
+def test_module_of_every_kernel_is_the_branch_and_flavour(host):
+    exp = _expected(host)
+    for kernel in _kernels(host):
+        info = host.run("modinfo -k %s %s", kernel, exp["kmod"])
+        assert info.rc == 0, info.stderr
+        fields = dict(line.split(":", 1) for line in info.stdout.splitlines() if re.match(r"^[a-z_]+:", line))
+        assert fields["version"].strip().startswith(exp["branch"] + "."), fields["version"]
+        # The proof of the flavour: the open modules are "Dual MIT/GPL", the proprietary ones "NVIDIA".
+        assert fields["license"].strip() == LICENSE[exp["flavour"]], (kernel, fields["license"], fields["filename"])
+        filename = fields["filename"].strip()
+        if exp["build"] == "prebuilt":
+            assert filename.startswith("/lib/modules/%s/kernel/nvidia-%s" % (kernel, exp["branch"])), filename
+            assert "Canonical" in fields.get("signer", ""), fields.get("signer")
+        else:
+            assert "/updates/dkms/" in filename, filename
+    assert _report(host)["installed_version"].startswith(exp["branch"] + ".")
 
 
-def test_packages_are_held(host):
-    held = host.run("apt-mark showhold").stdout.split()
-    assert _kmod_package(host) in held, held
-    if _is_debian(host):
-        assert {"nvidia-driver", "nvidia-smi"} <= set(held), held
-    else:
-        assert "nvidia-driver-%s" % _report(host)["expected_branch"] in held, held
-
-
-def test_dkms_built_for_every_kernel(host):
-    branch = _report(host)["expected_branch"]
-    module = "nvidia-current" if _is_debian(host) else "nvidia"
-    status = host.run("dkms status -m %s", module)
+def test_dkms_built_for_every_kernel_or_not_at_all(host):
+    exp = _expected(host)
+    if exp["build"] == "prebuilt":
+        # Canonical's prebuilt modules: no DKMS anywhere, a modules package for every kernel.
+        assert _installed(host, "dkms") == []
+        assert _installed(host, "nvidia-dkms-*") == []
+        assert not host.file("/var/lib/dkms").exists or host.run("ls /var/lib/dkms | grep -i nvidia").rc != 0
+        for kernel in _kernels(host):
+            pkg = "linux-modules-nvidia-%s-%s%s" % (exp["branch"], "open-" if exp["flavour"] == "open" else "", kernel)
+            assert host.package(pkg).is_installed, pkg
+        return
+    status = host.run("dkms status -m %s", exp["dkms_module"])
     assert status.rc == 0, status.stderr
     built = set()
     for line in status.stdout.splitlines():
-        m = re.match(r"^%s[/,]\s*(\S+?),\s*(\S+?),\s*\S+?:\s*installed" % re.escape(module), line)
+        m = re.match(r"^%s[/,]\s*(\S+?),\s*(\S+?),\s*\S+?:\s*installed" % re.escape(exp["dkms_module"]), line)
         if m:
-            assert m.group(1).startswith(branch + "."), line
+            assert m.group(1).startswith(exp["branch"] + "."), line
             built.add(m.group(2))
     for kernel in _kernels(host):
         assert kernel in built, "dkms status has no installed build for %s:\n%s" % (kernel, status.stdout)
-        assert host.run("ls /lib/modules/%s/updates/dkms/ | grep -E '^nvidia(-current)?\\.ko'", kernel).rc == 0
+
+
+def test_only_one_flavour_and_one_branch_installed(host):
+    exp = _expected(host)
+    if _is_debian(host):
+        other = "nvidia-open-kernel-dkms" if exp["flavour"] == "proprietary" else "nvidia-kernel-dkms"
+        assert _installed(host, other) == []
+        return
+    common = _installed(host, "nvidia-kernel-common-*")
+    assert common == ["nvidia-kernel-common-%s" % exp["branch"]], common
+    if exp["flavour"] == "open":
+        assert [p for p in _installed(host, "nvidia-*") if re.match(r"^nvidia-(dkms|kernel-source|headless-no-dkms)-%s$"
+                                                                    % exp["branch"], p)] == []
+        assert [p for p in _installed(host, "linux-modules-nvidia-*") if "-open-" not in p] == []
+    else:
+        assert [p for p in _installed(host, "nvidia-*") if p.endswith("-open")] == []
+
+
+def test_packages_are_held_and_recorded(host):
+    plan = _report(host)["plan"]
+    held = set(p.split(":")[0] for p in host.run("apt-mark showhold").stdout.split())
+    assert plan["hold"], plan
+    assert set(plan["hold"]) <= held, (plan["hold"], held)
+    record = json.loads(host.file("/var/lib/baremetal-gpu/nvidia_driver/holds.json").content_string)
+    assert record["held"] == sorted(plan["hold"])
+    # Every installed package of the plan is held: nothing the role installed can drift.
+    for name in plan["packages"] + plan["kernel_packages"]:
+        if name not in ("firmware-misc-nonfree",):
+            assert name in held, name
 
 
 def test_unattended_upgrades_exclusion(host):
     f = host.file("/etc/apt/apt.conf.d/51baremetal-gpu-nvidia-driver")
     assert f.is_file
-    text = f.content_string
-    assert "Unattended-Upgrade::Package-Blacklist" in text
-    assert '"^nvidia-";' in text and '"^libnvidia-";' in text
-    # apt parses it: the setting is live.
     dump = host.run("apt-config dump Unattended-Upgrade::Package-Blacklist").stdout
-    assert "^libnvidia-" in dump, dump
+    assert "^libnvidia-" in dump and "^linux-modules-nvidia-" in dump, dump
 
 
-def test_apt_sources_use_the_nodes_own_mirror(host):
-    own = host.file("/etc/apt/sources.list").content_string.split()[1]
-    added = host.file("/etc/apt/sources.list.d/baremetal-gpu-nvidia-driver.list").content_string
-    deb_lines = [line for line in added.splitlines() if line.startswith("deb ")]
-    assert deb_lines
-    for line in deb_lines:
-        assert line.split()[1].rstrip("/") == own.rstrip("/"), line
-    comps = " ".join(deb_lines)
-    wanted = ["contrib", "non-free", "non-free-firmware"] if _is_debian(host) else ["restricted", "multiverse"]
+def _own_entries(host):
+    """The node's own deb822 or one-line entries for its release suite: (uri, signed_by or None)."""
+    release = host.run(". /etc/os-release && echo $VERSION_CODENAME").stdout.strip()
+    for path in ("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list.d/ubuntu.sources"):
+        f = host.file(path)
+        if f.exists:
+            text = f.content_string
+            return re.search(r"^URIs:\s*(\S+)", text, re.M).group(1), re.search(r"^Signed-By:\s*(\S+)", text, re.M).group(1)
+    line = [ln for ln in host.file("/etc/apt/sources.list").content_string.splitlines()
+            if ln.startswith("deb ") and ln.split()[2] == release][0]
+    return line.split()[1], None
+
+
+def test_added_sources_keep_the_nodes_mirror_and_signed_by(host):
+    uri, signed_by = _own_entries(host)
+    # The deb822 paragraphs, without the file's comment header.
+    text = "\n".join(line for line in host.file(SOURCES).content_string.splitlines() if not line.startswith("#"))
+    paragraphs = [p for p in text.split("\n\n") if "Types:" in p]
+    assert paragraphs, text
+    for para in paragraphs:
+        assert re.search(r"^URIs: %s$" % re.escape(uri), para, re.M), para
+        if signed_by:
+            assert re.search(r"^Signed-By: %s$" % re.escape(signed_by), para, re.M), para
+        else:
+            assert "Signed-By" not in para
+    comps = " ".join(re.findall(r"^Components: (.*)$", text, re.M))
+    wanted = ["contrib", "non-free"] if _is_debian(host) else ["restricted", "multiverse"]
     for comp in wanted:
-        assert " %s" % comp in comps
+        assert comp in comps.split(), comps
+    # apt reads every source without complaint (a Signed-By conflict fails every apt command node-wide).
+    res = host.run("apt-cache policy")
+    assert res.rc == 0 and "Conflicting values" not in res.stderr, res.stderr
+    assert not host.file("/etc/apt/sources.list.d/baremetal-gpu-nvidia-driver.list").exists
 
 
-def test_nvidia_smi_present_and_reports_no_driver(host):
+def test_nvidia_smi_present_and_reports_no_gpu(host):
     assert host.exists("nvidia-smi")
     res = host.run("nvidia-smi")
     out = res.stdout + res.stderr
-    if _is_debian(host):
-        # Debian 12, 535: the classic "couldn't communicate" (exit 9).
-        assert res.rc == 9, (res.rc, out)
-        assert "couldn't communicate with the NVIDIA driver" in out
-    else:
-        # Ubuntu 22.04, 580 in a container measured: "Failed to initialize NVML: Unknown Error"
-        # (exit 255); on a node without the module loaded it is exit 9. Either means no GPU.
-        assert (res.rc, "couldn't communicate with the NVIDIA driver" in out) == (9, True) or \
-            (res.rc, "Failed to initialize NVML" in out) == (255, True), (res.rc, out)
+    assert (res.rc == 9 and "couldn't communicate with the NVIDIA driver" in out) or \
+        (res.rc == 255 and "Failed to initialize NVML" in out), (res.rc, out)
     state = _report(host)["state"]
     assert state["driver_state"] in ("no_driver_communication", "nvml_init_failed"), state
-    assert state["driver_state"] != "ok", "no GPU here: the role must not report a verified GPU"

@@ -26,6 +26,7 @@ def test_report_os_matches_os_release(host):
     assert report["os"].split()[0] == name
     assert report["os"].split()[1].startswith(version.split(".")[0])
     assert report["os_supported"] is True
+    assert report["os_tested"] is True
 
 
 def test_report_kernel_matches_uname(host):
@@ -36,6 +37,8 @@ def test_report_pci_devices_match_sysfs(host):
     out = host.run("grep -l '^0x10de$' /sys/bus/pci/devices/*/vendor 2>/dev/null").stdout.split()
     expected = sorted(p.split("/")[-2] for p in out)
     assert sorted(_report(host)["nvidia_pci_devices"]) == expected
+    gpus = [a for a in expected if host.file("/sys/bus/pci/devices/%s/class" % a).content_string.startswith("0x03")]
+    assert sorted(g["address"] for g in _report(host)["gpus"]) == gpus
 
 
 def test_report_nouveau_matches_proc_modules(host):
@@ -64,6 +67,10 @@ def _name(host):
 
 def test_report_secure_boot_matches_node(host):
     report = _report(host)
+    efivar = host.file("/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d0-aca7-00c04fc295c8")
+    if efivar.exists:
+        assert report["secure_boot_source"] == "efivars"
+        return
     if host.exists("mokutil"):
         out = host.run("mokutil --sb-state").stdout
         expected = "enabled" if "SecureBoot enabled" in out else "disabled" if "SecureBoot disabled" in out else None
@@ -86,8 +93,9 @@ def test_report_kernel_headers_match_lib_modules(host):
     assert report["kernel_running"] == running
     assert sorted(report["kernel_headers_versions"]) == versions
     assert report["kernel_headers_for_running"] is (running in versions)
-    if running not in versions:
-        assert any(running in w for w in report["warnings"]), report["warnings"]
+    # Headers matter to a DKMS build only: with Ubuntu's prebuilt modules there is nothing to warn about.
+    dkms = report["driver_plan"]["module_build"] == "dkms"
+    assert any(running in w for w in report["warnings"]) is (dkms and running not in versions), report["warnings"]
 
 
 def test_report_disk_free_matches_df(host):
@@ -109,11 +117,16 @@ def test_report_driver_matches_package_database(host):
         installed = host.run("rpm -qa 'nvidia-*' 'kmod-nvidia*'").stdout.split()
     runfile = host.file("/usr/bin/nvidia-uninstall").exists or host.file("/var/log/nvidia-installer.log").exists
     reported = [p.split()[0] for p in report["driver_packages"]]
-    assert set(reported) <= set(installed)
+    assert set(reported) <= set(installed + _installed_linux_modules(host))
     if not installed and not runfile:
         assert report["driver_install_method"] == "none"
         assert report["driver_packages"] == []
     assert ("runfile" in report["driver_install_method"]) is runfile
+
+
+def _installed_linux_modules(host):
+    out = host.run("dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n' 'linux-modules-nvidia-*' 2>/dev/null").stdout
+    return [line.split()[1] for line in out.splitlines() if line.startswith("ii")]
 
 
 def test_report_container_runtimes_match_path(host):
@@ -126,21 +139,21 @@ def test_report_container_runtimes_match_path(host):
 
 
 def test_report_rke2_matches_node(host):
-    report = _report(host)
+    rke2 = _report(host)["rke2"]
     binary = next((p for p in ("/usr/local/bin/rke2", "/usr/bin/rke2", "/opt/rke2/bin/rke2") if host.file(p).exists), "")
-    assert report["rke2_binary"] == binary
+    assert rke2["binary"] == binary
     if binary:
-        assert report["rke2_version"] in host.run(binary + " --version").stdout
+        assert rke2["version"] in host.run(binary + " --version").stdout
     else:
-        assert report["rke2_present"] is bool(report["rke2_units"])
-        assert report["rke2_version"] == ""
+        assert rke2["present"] is bool(rke2["units_installed"])
+        assert rke2["version"] == ""
 
 
 def test_report_verdict_follows_blockers(host):
     report = _report(host)
-    has_gpu = bool(report["nvidia_pci_devices"])
+    has_gpu = bool(report["gpus"])
     # preflight_require_gpu defaults to true: a node without a GPU is not ready, and says why.
-    assert any("no NVIDIA device" in b for b in report["blockers"]) is (not has_gpu)
+    assert any("no NVIDIA GPU" in b for b in report["blockers"]) is (not has_gpu)
     assert report["ready"] is (not report["blockers"])
 
 
@@ -157,3 +170,66 @@ def test_controller_reports_cover_every_host(host):
     assert "## %s" % name in markdown
     assert "<h2>%s</h2>" % name in html
     assert _controller_report(host)["kernel"] == _report(host)["kernel"]
+
+
+# ---- What the nvidia_driver role will decide, reported per node (same code: its decide step).
+
+def _os(host):
+    osr = dict(line.split("=", 1) for line in host.file("/etc/os-release").content_string.splitlines() if "=" in line)
+    return osr["ID"].strip('"'), osr["VERSION_ID"].strip('"')
+
+
+def test_report_driver_branch_and_support_row(host):
+    plan = _report(host)["driver_plan"]
+    assert plan["decided"] is True
+    distro, version = _os(host)
+    expected = {("debian", "12"): ("535", "eol"), ("debian", "13"): ("550", "unlisted"),
+                ("ubuntu", "22.04"): ("580", "supported"), ("ubuntu", "24.04"): ("580", "supported")}[(distro, version)]
+    assert (plan["branch"], plan["branch_status"]) == expected, plan
+    warnings = _report(host)["warnings"]
+    if expected[1] == "supported":
+        assert plan["branch_warning"] == ""
+    else:
+        # The end-of-life (or unlisted) branch is a row in the report, and on Debian it names the way out.
+        assert plan["branch_warning"] in warnings
+        assert "CUDA repository" in plan["branch_warning"]
+    md = open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "reports", "preflight.md"), encoding="utf-8").read()
+    row = [line for line in md.splitlines() if line.startswith("| %s |" % _name(host))][0]
+    assert ("R%s %s" % (plan["branch"], {"eol": "EOL", "unlisted": "UNLISTED", "supported": "supported"}[expected[1]])) in row
+
+
+def test_report_kernel_module_decision(host):
+    plan = _report(host)["driver_plan"]
+    distro, version = _os(host)
+    # No GPU on the test nodes: auto gives open for branch >= 560 (NVIDIA's default), proprietary below it;
+    # the Ubuntu 22.04 node asks for proprietary in its inventory.
+    expected = {("debian", "12"): "proprietary", ("debian", "13"): "proprietary",
+                ("ubuntu", "22.04"): "proprietary", ("ubuntu", "24.04"): "open"}[(distro, version)]
+    assert plan["kernel_module"] == expected, plan
+    assert plan["kernel_module_reason"]
+    if (distro, version) == ("ubuntu", "22.04"):
+        assert "as asked" in plan["kernel_module_reason"]
+    else:
+        assert plan["kernel_module_reason"].startswith("auto: ")
+
+
+def test_report_module_build_decision(host):
+    plan = _report(host)["driver_plan"]
+    distro, version = _os(host)
+    expected = {("debian", "12"): "dkms", ("debian", "13"): "dkms",
+                ("ubuntu", "22.04"): "dkms", ("ubuntu", "24.04"): "prebuilt"}[(distro, version)]
+    assert plan["module_build"] == expected, plan
+    if distro == "ubuntu":
+        kernel = host.run("ls /boot | sed -n 's/^vmlinuz-//p'").stdout.split()[0]
+        # The reason names the kernel and, for 22.04, the missing package (the archive has none for 5.15.0-25).
+        assert kernel in plan["module_build_reason"], plan
+        if version == "22.04":
+            assert "no prebuilt module package for kernel 5.15.0-25-generic" in plan["module_build_reason"], plan
+    assert plan["errors"] == []
+
+
+def test_preflight_changed_nothing_on_the_node(host):
+    # The decision asked apt through a private, temporary copy of its state: the node's sources are untouched.
+    assert not host.file("/etc/apt/sources.list.d/baremetal-gpu-nvidia-driver.sources").exists
+    assert host.run("ls /tmp | grep baremetal-gpu-apt").rc != 0
+    assert not host.file("/var/lib/baremetal-gpu").exists

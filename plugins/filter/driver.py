@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the NVIDIA driver's parsing and decisions (plugins/module_utils/{driver_plan,apt,dkms}.py);
+documented in the .yml files beside."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import apt as aptlib
+from ansible_collections.baremetal.gpu.plugins.module_utils import dkms as dkmslib
+from ansible_collections.baremetal.gpu.plugins.module_utils import driver_plan
+
+
+def driver_plan_filter(facts, settings, os_data, apt=None, today=None):
+    if not isinstance(facts, dict) or not isinstance(settings, dict) or not isinstance(os_data, dict):
+        raise AnsibleFilterError('baremetal.gpu.driver_plan: expects the gpu_node facts, the settings and the OS data '
+                                 'as dictionaries')
+    try:
+        return driver_plan.plan(settings, os_data, facts, apt if apt else None, today)
+    except (KeyError, ValueError) as exc:
+        raise AnsibleFilterError('baremetal.gpu.driver_plan: %s' % exc)
+
+
+def driver_modules(results, plan_out, pin=None):
+    return driver_plan.check_modules(results, plan_out, pin)
+
+
+def apt_simulation(text, branch_regex='^$'):
+    parsed = aptlib.parse_simulation(text)
+    parsed.update(aptlib.resolved_branches(parsed, branch_regex))
+    parsed['changes'] = bool(parsed['install'] or parsed['remove'])
+    return parsed
+
+
+def dkms_status(text, module, kernels=None):
+    entries = dkmslib.parse_status(text)
+    out = dkmslib.summary(entries, module, list(kernels or []))
+    out['entries'] = entries
+    return out
+
+
+def dkms_build_error(text):
+    return {'make_logs': dkmslib.make_logs(text), 'errors': dkmslib.build_errors(text)}
+
+
+def modinfo(text):
+    fields = dkmslib.parse_modinfo(text)
+    license_text = fields.get('license') or ''
+    if isinstance(license_text, list):
+        license_text = license_text[0]
+    return {'fields': fields, 'version': fields.get('version') or '', 'license': license_text,
+            'filename': fields.get('filename') or '', 'signer': fields.get('signer') or '',
+            'flavour': dkmslib.flavour_of_license(license_text)}
+
+
+def nvidia_reboot_decision(reasons, state=None, boot_id=''):
+    return driver_plan.reboot_decision(reasons, state or None, (boot_id or '').strip())
+
+
+def gpg_primary_fingerprints(colons):
+    return aptlib.gpg_primary_fingerprints(colons)
+
+
+def initramfs_contains(listing, path):
+    wanted = path.lstrip('/')
+    return any(line.strip().lstrip('./').lstrip('/') == wanted for line in (listing or '').splitlines())
+
+
+class FilterModule(object):
+
+    def filters(self):
+        return {
+            'driver_plan': driver_plan_filter,
+            'driver_modules': driver_modules,
+            'apt_simulation': apt_simulation,
+            'dkms_status': dkms_status,
+            'dkms_build_error': dkms_build_error,
+            'modinfo': modinfo,
+            'nvidia_reboot_decision': nvidia_reboot_decision,
+            'initramfs_contains': initramfs_contains,
+            'gpg_primary_fingerprints': gpg_primary_fingerprints,
+        }

@@ -1,0 +1,74 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The filters of plugins/filter/driver.py, on captured outputs (tests/fixtures/apt, tests/fixtures/dkms)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.baremetal.gpu.plugins.filter import driver
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures')
+FILTERS = driver.FilterModule().filters()
+
+
+def fixture(*path):
+    with open(os.path.join(FIXTURES, *path)) as handle:
+        return handle.read()
+
+
+def test_every_filter_is_registered():
+    assert sorted(FILTERS) == ['apt_simulation', 'dkms_build_error', 'dkms_status', 'driver_modules', 'driver_plan',
+                               'gpg_primary_fingerprints', 'initramfs_contains', 'modinfo', 'nvidia_reboot_decision']
+
+
+def test_apt_simulation_filter_adds_branches_and_changes():
+    out = FILTERS['apt_simulation'](fixture('apt', 'ubuntu2204-simulate-525.txt'), '^nvidia-kernel-common-[0-9]+$')
+    assert out['final'] == '580' and out['changes'] is True
+    nothing = FILTERS['apt_simulation']('Reading package lists...\nnvidia-utils-580 is already the newest version (1).\n')
+    assert nothing['changes'] is False and nothing['final'] == ''
+
+
+def test_dkms_status_filter():
+    out = FILTERS['dkms_status'](fixture('dkms', 'ubuntu2204-dkms2.8.7-status.txt'), 'nvidia', ['5.15.0-25-generic'])
+    assert out['missing'] == [] and out['versions'] == ['580.178.04'] and len(out['entries']) == 1
+
+
+def test_dkms_build_error_filter():
+    out = FILTERS['dkms_build_error'](fixture('dkms', 'debian13-apt-install-open-failed-excerpt.txt'))
+    assert out['make_logs'] == ['/var/lib/dkms/nvidia-current-open/550.163.01/build/make.log']
+
+
+def test_modinfo_filter():
+    out = FILTERS['modinfo'](fixture('dkms', 'ubuntu2404-modinfo-nvidia-580-open-prebuilt.txt'))
+    assert (out['flavour'], out['version'], out['signer']) == ('open', '580.178.04', 'Canonical Ltd. Kernel Module Signing')
+
+
+def test_initramfs_contains():
+    listing = 'usr/lib/modules\netc/modprobe.d/blacklist-nouveau.conf\n./etc/modprobe.d/other.conf\n'
+    assert FILTERS['initramfs_contains'](listing, '/etc/modprobe.d/blacklist-nouveau.conf') is True
+    assert FILTERS['initramfs_contains'](listing, '/etc/modprobe.d/other.conf') is True
+    assert FILTERS['initramfs_contains'](listing, '/etc/modprobe.d/none.conf') is False
+    assert FILTERS['initramfs_contains']('', '/etc/x') is False
+
+
+def test_reboot_decision_filter_strips_the_boot_id():
+    out = FILTERS['nvidia_reboot_decision'](['nouveau is loaded'], {'boot_id': 'a', 'reasons': ['nouveau is loaded']}, 'b\n')
+    assert out['action'] == 'fail'
+    assert FILTERS['nvidia_reboot_decision'](['nouveau is loaded'], {}, 'b')['action'] == 'reboot'
+
+
+def test_driver_plan_filter_rejects_wrong_types():
+    with pytest.raises(AnsibleFilterError):
+        FILTERS['driver_plan']([], {}, {})
+
+
+def test_gpg_filter():
+    out = FILTERS['gpg_primary_fingerprints'](fixture('apt', 'gpg-show-keys-ubuntu-archive-keyring.txt'))
+    assert 'F6ECB3762474EDA9D21B7022871920D1991BC93C' in out

@@ -1,0 +1,299 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""driver_plan: the nvidia_driver role's decisions, on the role's real OS data (roles/nvidia_driver/vars)
+and node facts shaped like gpu_node_facts' (GPU device IDs from the real nvidia-smi captures:
+H100 0x2330, Tesla V100 0x1db6 (pre-Turing), RTX PRO 6000 Blackwell 0x2bb5)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import driver_plan
+
+VARS = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'nvidia_driver', 'vars')
+TODAY = '2026-11-23'
+H100 = {'address': '0000:00:06.0', 'device_id': '0x2330', 'name': 'H100 SXM5 80GB'}
+V100 = {'address': '0000:3b:00.0', 'device_id': '0x1db6', 'name': 'Tesla V100-PCIE-32GB'}
+BLACKWELL = {'address': '0000:01:00.0', 'device_id': '0x2bb5', 'name': 'RTX PRO 6000 Blackwell'}
+
+
+def os_data(name):
+    with open(os.path.join(VARS, name + '.yml')) as handle:
+        data = yaml.safe_load(handle)['__nvidia_driver_os']
+    data['name'] = {'Ubuntu': 'Ubuntu 24.04', 'RedHat': 'Rocky 9'}.get(name, data['name'])
+    return data
+
+
+def settings(**over):
+    base = {'branch': None, 'version': None, 'flavor': 'desktop', 'kernel_module': 'auto', 'module_build': 'auto',
+            'source': 'distro', 'secure_boot': 'fail', 'allow_eol_branch': True}
+    base.update(over)
+    return base
+
+
+def facts(gpus=(), kernels=('6.8.0-149-generic',), secure_boot='unknown', container=True):
+    return {'gpus': list(gpus), 'installed_kernels': list(kernels), 'kernel_running': '6.18.44-fc-v669',
+            'container': container, 'secure_boot': secure_boot, 'secure_boot_detail': 'test'}
+
+
+def apt_answer(known=(), installed=()):
+    packages = dict((name, {'installed': None, 'candidate': '1', 'versions': ['1']}) for name in known)
+    for name in installed:
+        packages[name] = {'installed': '1', 'candidate': '1', 'versions': ['1']}
+    return {'packages': packages}
+
+
+# ---- branch and its support ------------------------------------------------------------------------
+
+def test_debian12_default_branch_is_past_its_end_of_life_and_warns():
+    plan = driver_plan.plan(settings(), os_data('Debian-12'), facts(kernels=['6.1.0-50-amd64']), today=TODAY)
+    assert plan['branch'] == '535' and plan['branch_defaulted'] is True
+    assert plan['branch_status']['status'] == 'eol'
+    assert plan['branch_warning'].startswith('END OF LIFE: driver branch R535 (Long Term Support Branch) reached')
+    assert "NVIDIA's CUDA repository" in plan['branch_warning'] and 'nvidia_driver_source: cuda_repo' in plan['branch_warning']
+    assert plan['errors'] == []
+
+
+def test_eol_branch_refused_when_not_allowed():
+    plan = driver_plan.plan(settings(allow_eol_branch=False), os_data('Debian-12'), facts(kernels=['6.1.0-50-amd64']),
+                            today=TODAY)
+    assert plan['ok'] is False
+    assert plan['errors'][0].startswith('nvidia_driver_allow_eol_branch is false and driver branch R535')
+    assert 'Nothing was changed' in plan['errors'][0]
+
+
+def test_debian13_branch_550_is_unlisted():
+    plan = driver_plan.plan(settings(), os_data('Debian-13'), facts(kernels=['6.12.107+deb13-amd64']), today=TODAY)
+    assert plan['branch'] == '550' and plan['branch_status']['status'] == 'unlisted'
+    assert plan['branch_warning'].startswith("NOT SUPPORTED BY NVIDIA: driver branch R550 is not in NVIDIA's support table")
+    # auto on 550 (< 560): proprietary; DKMS (Debian has no prebuilt modules).
+    assert plan['kernel_module']['flavour'] == 'proprietary'
+    assert plan['module_build']['build'] == 'dkms' and plan['module_build']['reason'].startswith('auto: DKMS')
+    assert plan['packages'] == ['nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-smi', 'firmware-misc-nonfree']
+    assert plan['headers'] == ['linux-headers-6.12.107+deb13-amd64']
+    assert plan['dkms_module'] == 'nvidia-current' and plan['kmod'] == 'nvidia-current'
+    assert 'firmware-misc-nonfree' not in plan['hold']
+
+
+def test_bad_branch_format():
+    plan = driver_plan.plan(settings(branch='58'), os_data('Ubuntu'), facts(), today=TODAY)
+    assert any('nvidia_driver_branch must be a three-digit' in e for e in plan['errors'])
+
+
+# ---- kernel modules --------------------------------------------------------------------------------
+
+def test_open_on_a_pre_turing_gpu_is_refused_naming_the_gpu_and_the_rule():
+    plan = driver_plan.plan(settings(kernel_module='open'), os_data('Ubuntu'), facts([V100]), today=TODAY)
+    error = ' '.join(plan['errors'])
+    assert 'nvidia_driver_kernel_module is open' in error and '0000:3b:00.0' in error and '0x1db6' in error
+    assert 'Compatible GPUs' in error
+
+
+def test_proprietary_on_blackwell_is_refused():
+    plan = driver_plan.plan(settings(kernel_module='proprietary'), os_data('Ubuntu'), facts([BLACKWELL]), today=TODAY)
+    error = ' '.join(plan['errors'])
+    assert 'nvidia_driver_kernel_module is proprietary' in error and '0x2bb5' in error
+
+
+def test_auto_picks_open_on_hopper_and_proprietary_on_volta():
+    assert driver_plan.plan(settings(), os_data('Ubuntu'), facts([H100]), today=TODAY)['kernel_module']['flavour'] == 'open'
+    assert driver_plan.plan(settings(), os_data('Ubuntu'), facts([V100]), today=TODAY)['kernel_module']['flavour'] == 'proprietary'
+
+
+# ---- module build ----------------------------------------------------------------------------------
+
+def test_prebuilt_undecided_until_apt_answers_then_prebuilt_when_every_kernel_has_one():
+    data = os_data('Ubuntu')
+    first = driver_plan.plan(settings(), data, facts(), today=TODAY)
+    assert first['module_build']['build'] is None and first['ok'] is True
+    assert first['prebuilt_candidates'] == ['linux-modules-nvidia-580-open-6.8.0-149-generic']
+    assert 'linux-modules-nvidia-580-6.8.0-149-generic' in first['query_packages']
+    plan = driver_plan.plan(settings(), data, facts(), apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic']),
+                            today=TODAY)
+    assert plan['module_build']['build'] == 'prebuilt'
+    assert plan['module_build']['reason'].startswith("auto: prebuilt, because Canonical's signed prebuilt modules")
+    assert plan['packages'][:2] == ['nvidia-headless-no-dkms-580-open', 'nvidia-utils-580']
+    assert plan['kernel_packages'] == ['linux-modules-nvidia-580-open-6.8.0-149-generic']
+    assert plan['headers'] == [] and plan['dkms_module'] == ''
+    assert not [p for p in plan['install'] if p.startswith('nvidia-dkms') or p == 'dkms']
+
+
+def test_auto_falls_back_to_dkms_when_a_kernel_lacks_a_prebuilt_package_and_says_which():
+    kernels = ['6.8.0-149-generic', '6.8.0-999-generic']
+    plan = driver_plan.plan(settings(), os_data('Ubuntu'), facts(kernels=kernels),
+                            apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic']), today=TODAY)
+    assert plan['module_build']['build'] == 'dkms'
+    assert 'kernel 6.8.0-999-generic (linux-modules-nvidia-580-open-6.8.0-999-generic)' in plan['module_build']['reason']
+    assert plan['headers'] == ['linux-headers-6.8.0-149-generic', 'linux-headers-6.8.0-999-generic']
+    assert plan['packages'] == ['nvidia-driver-580-open', 'nvidia-dkms-580-open']
+
+
+def test_prebuilt_for_a_kernel_without_a_package_is_refused_naming_kernel_and_package():
+    plan = driver_plan.plan(settings(module_build='prebuilt'), os_data('Ubuntu'),
+                            facts(kernels=['6.8.0-149-generic', '6.8.0-999-generic']),
+                            apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic']), today=TODAY)
+    assert plan['ok'] is False
+    assert 'kernel 6.8.0-999-generic (linux-modules-nvidia-580-open-6.8.0-999-generic)' in plan['errors'][0]
+    assert plan['errors'][0].startswith('nvidia_driver_module_build is prebuilt')
+
+
+@pytest.mark.parametrize('name', ['Debian-12', 'Debian-13', 'RedHat'])
+def test_prebuilt_outside_ubuntu_is_refused(name):
+    plan = driver_plan.plan(settings(module_build='prebuilt', source='cuda_repo' if name == 'RedHat' else 'distro'),
+                            os_data(name), facts(kernels=['k1']), today=TODAY)
+    assert any(e.startswith("nvidia_driver_module_build is prebuilt, but prebuilt NVIDIA modules exist only in Ubuntu's")
+               for e in plan['errors']), plan['errors']
+
+
+def test_prebuilt_with_the_cuda_repository_is_refused():
+    plan = driver_plan.plan(settings(module_build='prebuilt', source='cuda_repo'), os_data('Ubuntu'), facts(),
+                            today=TODAY)
+    assert any('nvidia_driver_source cuda_repo' in e for e in plan['errors'])
+
+
+def test_secure_boot_on_passes_with_prebuilt_and_needs_sign_with_dkms():
+    apt = apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic'])
+    prebuilt = driver_plan.plan(settings(), os_data('Ubuntu'), facts(secure_boot='enabled'), apt, today=TODAY)
+    assert prebuilt['ok'] is True and prebuilt['module_build']['build'] == 'prebuilt'
+    assert prebuilt['secure_boot']['sign'] is False
+    dkms = driver_plan.plan(settings(module_build='dkms'), os_data('Ubuntu'), facts(secure_boot='enabled'), apt,
+                            today=TODAY)
+    assert dkms['ok'] is False and dkms['errors'][0].startswith('Secure Boot is enabled')
+    assert 'nvidia_driver_secure_boot: sign' in dkms['errors'][0]
+    signed = driver_plan.plan(settings(module_build='dkms', secure_boot='sign'), os_data('Ubuntu'),
+                              facts(secure_boot='enabled'), apt, today=TODAY)
+    assert signed['ok'] is True and signed['secure_boot']['sign'] is True
+
+
+def test_unsupported_source():
+    plan = driver_plan.plan(settings(), os_data('RedHat'), facts(kernels=['5.14.0']), today=TODAY)
+    assert any(e.startswith('nvidia_driver_source "distro" is not supported on Rocky 9') for e in plan['errors'])
+
+
+def test_no_kernel_at_all():
+    plan = driver_plan.plan(settings(), os_data('Debian-12'), facts(kernels=[]), today=TODAY)
+    assert any('no installed kernel' in e and 'container host' in e for e in plan['errors'])
+
+
+# ---- switching flavour: what to remove -------------------------------------------------------------
+
+def test_switch_prebuilt_proprietary_to_open_removes_the_proprietary_packages_that_are_installed():
+    installed = ['nvidia-headless-no-dkms-580', 'nvidia-utils-580', 'linux-modules-nvidia-580-6.8.0-149-generic',
+                 'linux-objects-nvidia-580-6.8.0-149-generic', 'linux-signatures-nvidia-6.8.0-149-generic']
+    apt = apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic'], installed)
+    plan = driver_plan.plan(settings(kernel_module='open', flavor='headless'), os_data('Ubuntu'), facts(), apt,
+                            today=TODAY)
+    # The packages carrying the other modules; apt removes nvidia-headless-no-dkms-580 itself (its
+    # nvidia-kernel-source-580 conflicts with the open one).
+    assert plan['remove'] == ['linux-modules-nvidia-580-6.8.0-149-generic', 'linux-objects-nvidia-580-6.8.0-149-generic',
+                              'linux-signatures-nvidia-6.8.0-149-generic']
+    back = driver_plan.plan(settings(kernel_module='proprietary', flavor='headless'), os_data('Ubuntu'), facts(),
+                            apt_answer(['linux-modules-nvidia-580-6.8.0-149-generic'],
+                                       ['nvidia-headless-no-dkms-580-open', 'nvidia-utils-580',
+                                        'linux-modules-nvidia-580-open-6.8.0-149-generic']), today=TODAY)
+    assert back['remove'] == ['linux-modules-nvidia-580-open-6.8.0-149-generic']
+    assert back['hold'] == ['nvidia-headless-no-dkms-580', 'nvidia-utils-580', 'linux-modules-nvidia-580-6.8.0-149-generic']
+
+
+def test_a_converged_dkms_node_removes_nothing_shared():
+    # Regression: the libraries nvidia-driver-580 pulls (also named by the prebuilt desktop list) and
+    # nvidia-utils-580 are installed on a converged DKMS node; none of them may be removed.
+    installed = ['nvidia-driver-580', 'nvidia-dkms-580', 'nvidia-utils-580', 'libnvidia-gl-580', 'libnvidia-extra-580',
+                 'libnvidia-decode-580', 'libnvidia-encode-580', 'libnvidia-fbc1-580', 'xserver-xorg-video-nvidia-580',
+                 'nvidia-kernel-common-580']
+    plan = driver_plan.plan(settings(kernel_module='proprietary'), os_data('Ubuntu'), facts(kernels=['5.15.0-25-generic']),
+                            apt_answer([], installed), today=TODAY)
+    assert plan['module_build']['build'] == 'dkms' and plan['remove'] == []
+    debian = driver_plan.plan(settings(), os_data('Debian-13'), facts(kernels=['6.12.107+deb13-amd64']),
+                              apt_answer([], ['nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-smi']), today=TODAY)
+    assert debian['remove'] == []
+    to_open = driver_plan.plan(settings(kernel_module='open'), os_data('Debian-13'), facts(kernels=['6.12.107+deb13-amd64']),
+                               apt_answer([], ['nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-smi']), today=TODAY)
+    assert to_open['remove'] == ['nvidia-kernel-dkms']
+
+
+def test_switch_dkms_to_prebuilt_removes_the_dkms_package():
+    plan = driver_plan.plan(settings(), os_data('Ubuntu'), facts(),
+                            apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic'],
+                                       ['nvidia-driver-580-open', 'nvidia-dkms-580-open', 'libnvidia-gl-580']), today=TODAY)
+    assert plan['module_build']['build'] == 'prebuilt' and plan['remove'] == ['nvidia-dkms-580-open']
+
+
+def test_a_branch_change_removes_the_old_branchs_module_package():
+    node = facts()
+    node['driver_packages'] = ['linux-modules-nvidia-580-open-6.8.0-149-generic 6.8.0-149.149',
+                               'nvidia-utils-580 580.178.04-0ubuntu0.24.04.1', 'nvidia-dkms-570 570.1-0']
+    plan = driver_plan.plan(settings(branch='595'), os_data('Ubuntu'), node,
+                            apt_answer(['linux-modules-nvidia-595-open-6.8.0-149-generic']), today=TODAY)
+    assert plan['module_build']['build'] == 'prebuilt'
+    assert plan['remove'] == ['linux-modules-nvidia-580-open-6.8.0-149-generic', 'nvidia-dkms-570']
+    same = driver_plan.plan(settings(), os_data('Ubuntu'), node,
+                            apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic']), today=TODAY)
+    assert same['remove'] == ['nvidia-dkms-570']
+
+
+def test_version_pin_is_a_glob_on_the_versioned_packages():
+    plan = driver_plan.plan(settings(version='580.178.04', module_build='dkms'), os_data('Ubuntu'), facts(), apt_answer(),
+                            today=TODAY)
+    assert plan['install'] == ['linux-headers-6.8.0-149-generic', 'nvidia-driver-580-open=580.178.04*',
+                               'nvidia-dkms-580-open=580.178.04*']
+
+
+def test_cuda_repo_on_debian_uses_nvidias_package_names():
+    plan = driver_plan.plan(settings(source='cuda_repo', branch='580', kernel_module='open'), os_data('Debian-13'),
+                            facts(kernels=['6.12.107+deb13-amd64']), today=TODAY)
+    assert plan['packages'] == ['cuda-drivers-580', 'nvidia-kernel-open-dkms']
+    assert plan['branch_warning'] == '' and plan['ok'] is True
+
+
+def test_redhat_streams():
+    plan = driver_plan.plan(settings(source='cuda_repo', kernel_module='open'), os_data('RedHat'),
+                            facts(kernels=['5.14.0-427.el9.x86_64']), today=TODAY)
+    assert plan['dnf_module'] == 'nvidia-driver:580-open'
+    assert plan['headers'] == ['kernel-devel-5.14.0-427.el9.x86_64']
+
+
+# ---- reboot loop -----------------------------------------------------------------------------------
+
+def test_reboot_decision():
+    reasons = ['an NVIDIA GPU is present but no nvidia module is loaded']
+    assert driver_plan.reboot_decision([], None, 'b')['action'] == 'none'
+    assert driver_plan.reboot_decision(reasons, None, 'b')['action'] == 'reboot'
+    # Recorded in this very boot (the reboot has not happened yet): reboot.
+    assert driver_plan.reboot_decision(reasons, {'boot_id': 'b', 'reasons': reasons}, 'b')['action'] == 'reboot'
+    # Rebooted since, and the same reason is back: refuse, naming it.
+    again = driver_plan.reboot_decision(reasons, {'boot_id': 'a', 'reasons': reasons, 'time': 'T'}, 'b')
+    assert again['action'] == 'fail' and again['repeated'] == reasons
+    assert 'after that reboot the same still holds: an NVIDIA GPU is present' in again['message']
+    # A version mismatch is one reason whatever the versions: its prefix is compared.
+    mismatch = ['the loaded nvidia module is not the installed driver (loaded 580.1, installed 580.2)']
+    before = {'boot_id': 'a', 'reasons': ['the loaded nvidia module is not the installed driver (loaded 570, installed 580.2)']}
+    assert driver_plan.reboot_decision(mismatch, before, 'b')['action'] == 'fail'
+    # A new install is a reason of its own: a reboot for it is fine after an earlier one.
+    assert driver_plan.reboot_decision(['a new driver module was installed'], before, 'b')['action'] == 'reboot'
+
+
+# ---- the module check after the install -------------------------------------------------------------
+
+def test_check_modules():
+    plan = {'kmod': 'nvidia', 'branch': '580', 'kernel_module': {'flavour': 'open'}}
+    open_info = 'filename: /lib/modules/k/kernel/nvidia-580-open/nvidia.ko\nversion: 580.178.04\nlicense: Dual MIT/GPL\n'
+    ok = driver_plan.check_modules([{'item': 'k', 'rc': 0, 'stdout': open_info, 'stderr': ''}], plan)
+    assert ok['problems'] == [] and ok['versions'] == ['580.178.04'] and ok['modules']['k']['flavour'] == 'open'
+    wrong = driver_plan.check_modules([{'item': 'k', 'rc': 0, 'stdout': open_info.replace('Dual MIT/GPL', 'NVIDIA'),
+                                        'stderr': ''}], plan)
+    assert wrong['problems'] == ['kernel k: /lib/modules/k/kernel/nvidia-580-open/nvidia.ko has license "NVIDIA", '
+                                 'the proprietary flavour, not open']
+    missing = driver_plan.check_modules([{'item': 'k2', 'rc': 1, 'stdout': '',
+                                          'stderr': 'modinfo: ERROR: Module nvidia not found.'}], plan)
+    assert missing['problems'] == ['kernel k2 has no nvidia module (modinfo: ERROR: Module nvidia not found.)']
+    pinned = driver_plan.check_modules([{'item': 'k', 'rc': 0, 'stdout': open_info, 'stderr': ''}], plan, '580.105')
+    assert 'not the pinned nvidia_driver_version 580.105' in pinned['problems'][0]
+    other_branch = driver_plan.check_modules([{'item': 'k', 'rc': 0, 'stdout': open_info.replace('580.178', '570.195'),
+                                               'stderr': ''}], plan)
+    assert 'not branch 580' in other_branch['problems'][0]

@@ -1,0 +1,115 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""baremetal.gpu.apt_sources_info main(): the sources it reads (captured files of the test nodes in a temporary
+/etc/apt), the entries it works out, the exact commands it runs (mocked run_command) and where the package
+answers come from (the node's lists, or a private probe that leaves nothing behind)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import shutil
+
+import pytest
+
+from ansible.module_utils import basic
+
+from ansible_collections.baremetal.gpu.plugins.modules import apt_sources_info
+from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
+    AnsibleExitJson,
+    AnsibleFailJson,
+    exit_json,
+    fail_json,
+    set_module_args,
+)
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'apt')
+POLICY = open(os.path.join(FIXTURES, 'ubuntu2404-policy.txt')).read()
+OWN = 'baremetal-gpu-nvidia-driver.sources'
+NOBLE = {'release': 'noble', 'suite_suffixes': ['', '-updates', '-security'],
+         'components': ['main', 'restricted', 'universe', 'multiverse']}
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch):
+    """A temporary /etc/apt holding the Ubuntu 24.04 node's own ubuntu.sources; run_command recorded."""
+    etc = tmp_path / 'etc-apt'
+    (etc / 'sources.list.d').mkdir(parents=True)
+    shutil.copy(os.path.join(FIXTURES, 'ubuntu2404-ubuntu.sources'), str(etc / 'sources.list.d' / 'ubuntu.sources'))
+    monkeypatch.setattr(apt_sources_info, 'SOURCES_LIST', str(etc / 'sources.list'))
+    monkeypatch.setattr(apt_sources_info, 'SOURCES_DIR', str(etc / 'sources.list.d'))
+    calls = []
+    probes = []
+
+    def run_command(module, args, **kwargs):
+        calls.append(list(args))
+        if 'update' in args:
+            parts = [a.split('=', 1)[1] for a in args if a.startswith('Dir::Etc::SourceParts=')][0]
+            with open(os.path.join(parts, 'probe.sources')) as handle:
+                probes.append((parts, handle.read()))
+            return 0, 'Fetched 3 MB', ''
+        if args[-1] == 'showhold' or 'showhold' in args:
+            return 0, 'nvidia-utils-580\n', ''
+        if 'policy' in args:
+            return 0, POLICY, ''
+        return 1, '', 'unexpected'
+
+    def get_bin_path(module, name, required=False, opt_dirs=None):
+        return '/usr/bin/' + name
+
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', get_bin_path)
+    return {'etc': etc, 'calls': calls, 'probes': probes}
+
+
+def run(args):
+    with set_module_args(args):
+        with pytest.raises(AnsibleExitJson) as result:
+            apt_sources_info.main()
+    return result.value.result
+
+
+def test_missing_entries_keep_signed_by_and_a_private_probe_answers(node):
+    own = str(node['etc'] / 'sources.list.d' / OWN)
+    args = dict(NOBLE, own_file=own, packages=['nvidia-utils-580', 'linux-modules-nvidia-580-open-6.8.0-999-generic'])
+    result = run(args)
+    assert result['changed'] is False and result['in_place'] is False
+    assert result['files'] == [str(node['etc'] / 'sources.list.d' / 'ubuntu.sources')]
+    assert 'Signed-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg' in result['deb822']
+    assert result['package_source'] == 'private'
+    assert result['packages']['nvidia-utils-580']['installed'] == '580.178.04-0ubuntu0.24.04.1'
+    assert result['held'] == ['nvidia-utils-580']
+    # The private probe: only the lacking entries, in a temporary directory that is gone afterwards.
+    parts, probe = node['probes'][0]
+    assert probe == result['deb822'] and not os.path.exists(parts)
+    update = node['calls'][0]
+    assert update[:3] == ['/usr/bin/timeout', '300', '/usr/bin/apt-get'] and update[-1] == 'update'
+    assert 'Dir::Etc::SourceList=/dev/null' in update and 'Acquire::Languages=none' in update
+    assert node['calls'][1][0] == '/usr/bin/apt-cache' and node['calls'][1][-3] == 'policy'
+
+
+def test_entries_in_place_use_the_nodes_lists(node):
+    own = node['etc'] / 'sources.list.d' / OWN
+    first = run(dict(NOBLE, own_file=str(own)))
+    own.write_text('# managed\n' + first['deb822'])
+    result = run(dict(NOBLE, own_file=str(own), packages=['nvidia-utils-580']))
+    assert result['in_place'] is True and result['package_source'] == 'node'
+    assert node['probes'] == []
+    assert ['/usr/bin/apt-cache', 'policy', 'nvidia-utils-580'] in node['calls']
+
+
+def test_probe_off_and_no_packages(node):
+    result = run(dict(NOBLE, probe=False, packages=['nvidia-utils-580']))
+    assert result['package_source'] == 'node' and node['probes'] == []
+    assert run(NOBLE)['package_source'] == 'none'
+
+
+def test_a_broken_sources_file_fails_clearly(node):
+    (node['etc'] / 'sources.list.d' / 'bad.list').write_text('deb [signed-by=/x http://m noble main\n')
+    with set_module_args(NOBLE):
+        with pytest.raises(AnsibleFailJson) as result:
+            apt_sources_info.main()
+    assert 'cannot read the apt sources' in result.value.result['msg']
