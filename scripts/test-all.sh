@@ -151,7 +151,7 @@ export RESULTS LOGS
 
 # Longest first (two lanes: the order decides the total). Measured wall times on the 2-core machine
 # are in docs/DEVELOPING.md; scenarios not listed here run last, in name order.
-LONGEST_FIRST="nvidia_driver upgrade_driver uninstall nvidia_driver_mismatch nvidia_driver_flavour_switch gpu_nodes_batching container_toolkit rke2_nvidia_runtime preflight"
+LONGEST_FIRST="nvidia_driver upgrade_driver uninstall nvidia_driver_mismatch nvidia_driver_switch gpu_nodes_batching container_toolkit rke2_nvidia_runtime preflight"
 ordered=()
 for s in $LONGEST_FIRST; do
   for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done
