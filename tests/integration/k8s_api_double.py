@@ -15,10 +15,13 @@ Every request is kept (method, path, body) so the tests can assert what was aske
 Status bodies follow the API conventions (metav1.Status).
 """
 import copy
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
+import os
+import sys
 from urllib.parse import parse_qs, unquote, urlparse
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "unit", "plugins", "modules"))
+# pylint: disable=wrong-import-position
+from k8s_replay import JsonHandler, LocalServer, selector_matches, status, write_kubeconfig  # noqa: E402,F401
 
 CORE_RESOURCES = {
     'kind': 'APIResourceList', 'apiVersion': 'v1', 'groupVersion': 'v1',
@@ -34,14 +37,6 @@ CORE_RESOURCES = {
 }
 
 
-def status(code, reason, message, details=None):
-    body = {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Success' if code < 300 else 'Failure',
-            'message': message, 'reason': reason, 'code': code}
-    if details:
-        body['details'] = details
-    return body
-
-
 def merge_patch(target, patch):
     """Apply a merge patch of maps (null deletes); lists are replaced, as for these fields."""
     for key, value in patch.items():
@@ -54,50 +49,20 @@ def merge_patch(target, patch):
     return target
 
 
-def selector_matches(selector, labels):
-    for term in [t.strip() for t in (selector or '').split(',') if t.strip()]:
-        if '!=' in term:
-            key, value = term.split('!=', 1)
-            if labels.get(key.strip()) == value.strip():
-                return False
-        elif '=' in term:
-            key, value = term.replace('==', '=').split('=', 1)
-            if labels.get(key.strip()) != value.strip():
-                return False
-        elif term.startswith('!'):
-            if term[1:] in labels:
-                return False
-        elif term not in labels:
-            return False
-    return True
-
-
-class ApiDouble(object):
+class ApiDouble(LocalServer):
     def __init__(self, token='test-token', version='v1.31.6+rke2r1'):
         self.token = token
         self.version = version
         self.nodes = {}
         self.pods = {}          # (namespace, name) -> Pod
+        super(ApiDouble, self).__init__(self._handler())
         self.requests = []      # (method, path, body or None)
-        self.lock = threading.Lock()
-        self.httpd = HTTPServer(('127.0.0.1', 0), self._handler())
-        self.url = 'http://127.0.0.1:%d' % self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={'poll_interval': 0.05})
-        self.thread.daemon = True
 
     def add_node(self, node):
         self.nodes[node['metadata']['name']] = copy.deepcopy(node)
 
     def add_pod(self, pod):
         self.pods[(pod['metadata']['namespace'], pod['metadata']['name'])] = copy.deepcopy(pod)
-
-    def start(self):
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     def calls(self, method=None):
         """The requests made, without discovery, as 'METHOD path' strings (bodies in self.requests)."""
@@ -108,22 +73,7 @@ class ApiDouble(object):
     def _handler(self):
         double = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, code, body):
-                data = json.dumps(body).encode('utf-8')
-                self.send_response(code)
-                self.send_header('Content-Type', 'application/json')
-                self.send_header('Content-Length', str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _body(self):
-                length = int(self.headers.get('Content-Length') or 0)
-                return json.loads(self.rfile.read(length) or b'null') if length else None
-
+        class Handler(JsonHandler):
             def _route(self, method):
                 url = urlparse(self.path)
                 path = unquote(url.path)
@@ -210,14 +160,3 @@ class ApiDouble(object):
 
         return Handler
 
-
-def write_kubeconfig(path, server_url, token):
-    config = {
-        'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'double', 'preferences': {},
-        'clusters': [{'name': 'double', 'cluster': {'server': server_url}}],
-        'users': [{'name': 'double-user', 'user': {'token': token}}],
-        'contexts': [{'name': 'double', 'context': {'cluster': 'double', 'user': 'double-user'}}],
-    }
-    with open(str(path), 'w') as handle:
-        json.dump(config, handle)
-    return str(path)

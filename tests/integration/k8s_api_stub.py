@@ -10,9 +10,12 @@ that is starting, as right after an RKE2 server restart). The bodies follow the 
 (metav1.Status, APIResourceList, APIGroupList); the objects come from the tests' fixtures.
 """
 import copy
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "unit", "plugins", "modules"))
+# pylint: disable=wrong-import-position
+from k8s_replay import JsonHandler, LocalServer, status, write_kubeconfig  # noqa: E402
 
 RESOURCES = {
     "/api/v1": [{"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace",
@@ -36,11 +39,6 @@ RESOURCES = {
 GROUPS = ["node.k8s.io", "apiextensions.k8s.io", "apps"]
 
 
-def status(code, reason, message):
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-            "reason": reason, "code": code}
-
-
 def merge(target, patch):
     """RFC 7386 JSON merge patch."""
     if not isinstance(patch, dict):
@@ -54,37 +52,19 @@ def merge(target, patch):
     return out
 
 
-class ApiStub(object):
+class ApiStub(LocalServer):
     def __init__(self, objects=None, unavailable=0):
         self.objects = {k: copy.deepcopy(v) for k, v in (objects or {}).items()}
         self.unavailable = unavailable
-        self.requests = []
         self.dry_runs = []
-        self.lock = threading.Lock()
         self.resource_version = 1000
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super(ApiStub, self).__init__(self._handler())
 
     def writes(self):
         return [(m, p) for m, p in self.requests if m not in ("GET",)]
 
     def kubeconfig(self, path):
-        config = {"apiVersion": "v1", "kind": "Config", "current-context": "stub", "preferences": {},
-                  "clusters": [{"name": "stub", "cluster": {"server": self.url}}],
-                  "users": [{"name": "stub", "user": {"token": "stub-token"}}],
-                  "contexts": [{"name": "stub", "context": {"cluster": "stub", "user": "stub"}}]}
-        with open(str(path), "w", encoding="utf-8") as fh:
-            json.dump(config, fh)
-        return str(path)
+        return write_kubeconfig(path, self.url, "stub-token", name="stub")
 
     def _store(self, path, obj):
         self.resource_version += 1
@@ -99,21 +79,7 @@ class ApiStub(object):
     def _handler(self):
         stub = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, code, body):
-                data = json.dumps(body).encode("utf-8")
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _body(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                return json.loads(self.rfile.read(length) or b"{}")
+        class Handler(JsonHandler):
 
             def _answer(self, method):
                 path = self.path.split("?", 1)[0].rstrip("/")
@@ -126,7 +92,7 @@ class ApiStub(object):
                     if method == "GET":
                         return self._get(path)
                     if method == "POST":
-                        obj = self._body()
+                        obj = self._body({})
                         target = "%s/%s" % (path, obj["metadata"]["name"])
                         if target in stub.objects:
                             return self._send(409, status(409, "AlreadyExists", "%s already exists" % target))
@@ -134,7 +100,7 @@ class ApiStub(object):
                     if method == "PATCH":
                         if path not in stub.objects:
                             return self._send(404, status(404, "NotFound", "%s not found" % path))
-                        merged = merge(stub.objects[path], self._body())
+                        merged = merge(stub.objects[path], self._body({}))
                         return self._send(200, merged if dry_run else stub._store(path, merged))
                     return self._send(405, status(405, "MethodNotAllowed", method))
 

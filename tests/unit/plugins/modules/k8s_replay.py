@@ -23,16 +23,22 @@ import json
 import threading
 import time
 
-try:
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    from urllib.parse import parse_qs, urlparse
-except ImportError:  # pragma: no cover - Python 2 is not supported by these tests
-    BaseHTTPRequestHandler = ThreadingHTTPServer = parse_qs = urlparse = None
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
 
 # metav1.Status bodies in the shape the API server sends (written from the API conventions;
 # the recorded fixtures contain Node lists only).
 STATUS_UNAUTHORIZED = {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure',
                        'message': 'Unauthorized', 'reason': 'Unauthorized', 'code': 401}
+
+
+def status(code, reason, message, details=None):
+    """A metav1.Status body as the API server sends it."""
+    body = {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Success' if code < 300 else 'Failure',
+            'message': message, 'reason': reason, 'code': code}
+    if details:
+        body['details'] = details
+    return body
 
 
 def status_not_found(name):
@@ -54,8 +60,7 @@ def status_failure(code):
                504: 'Timeout'}
     messages = {503: 'the server is currently unable to handle the request', 429: 'Too many requests, please '
                 'try again later.', 500: 'Internal error occurred: etcdserver: leader changed'}
-    return {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure',
-            'message': messages.get(code, 'error'), 'reason': reasons.get(code, 'InternalError'), 'code': code}
+    return status(code, reasons.get(code, 'InternalError'), messages.get(code, 'error'))
 
 
 def discovery(path, version):
@@ -92,24 +97,65 @@ def selector_matches(selector, labels):
     return True
 
 
-class ReplayServer(object):
-    def __init__(self, token='test-token', port=0):
-        self.token = token
-        self.timelines = {}   # name -> [Node dict, ...]
-        self.served = {}      # name -> how many times served
-        self.requests = []    # (method, path, headers dict)
-        self.forbidden = False  # answer 403 (RBAC denies the user) to authenticated requests
-        self.failures = []    # HTTP codes for the next node requests (429, 500, 503, ...)
-        self.delay = 0.0      # seconds every answer is held back
-        self.version = 'v1.31.6+rke2r1'
+class JsonHandler(BaseHTTPRequestHandler):
+    """The request handler every API stand-in of the tests builds on: quiet, JSON in and out."""
+
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+    def _send(self, code, body):
+        data = json.dumps(body).encode('utf-8')
+        self.send_response(code)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self, empty=None):
+        length = int(self.headers.get('Content-Length') or 0)
+        return json.loads(self.rfile.read(length) or b'null') if length else empty
+
+
+class LocalServer(object):
+    """An HTTP server on 127.0.0.1 (a free port unless given) in a daemon thread; usable with ``with``."""
+
+    def __init__(self, handler, port=0):
         self.lock = threading.Lock()
+        self.requests = []
         ThreadingHTTPServer.allow_reuse_address = True
-        self.httpd = ThreadingHTTPServer(('127.0.0.1', port), self._handler())
+        self.httpd = ThreadingHTTPServer(('127.0.0.1', port), handler)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = 'http://127.0.0.1:%d' % self.port
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={'poll_interval': 0.05})
         self.thread.daemon = True
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class ReplayServer(LocalServer):
+    def __init__(self, token='test-token', port=0):
+        self.token = token
+        self.timelines = {}   # name -> [Node dict, ...]
+        self.served = {}      # name -> how many times served
+        self.forbidden = False  # answer 403 (RBAC denies the user) to authenticated requests
+        self.failures = []    # HTTP codes for the next node requests (429, 500, 503, ...)
+        self.delay = 0.0      # seconds every answer is held back
+        self.version = 'v1.31.6+rke2r1'
+        super(ReplayServer, self).__init__(self._handler(), port)
+        self.requests = []    # (method, path, headers dict)
 
     def add_nodes(self, node_list):
         for node in node_list['items']:
@@ -128,29 +174,10 @@ class ReplayServer(object):
         self.served[name] = count + 1
         return timeline[min(count, len(timeline) - 1)]
 
-    def start(self):
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
     def _handler(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep pytest output clean
-                pass
-
-            def _send(self, code, body):
-                data = json.dumps(body).encode('utf-8')
-                self.send_response(code)
-                self.send_header('Content-Type', 'application/json')
-                self.send_header('Content-Length', str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def do_GET(self):
                 url = urlparse(self.path)
                 if server.delay:
@@ -185,14 +212,14 @@ class ReplayServer(object):
         return Handler
 
 
-def write_kubeconfig(path, server_url, token):
+def write_kubeconfig(path, server_url, token, name='replay'):
     """A kubeconfig (JSON is valid YAML) pointing at ``server_url`` with a bearer token."""
     config = {
-        'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'replay', 'preferences': {},
-        'clusters': [{'name': 'replay', 'cluster': {'server': server_url}}],
-        'users': [{'name': 'replay-user', 'user': {'token': token}}],
-        'contexts': [{'name': 'replay', 'context': {'cluster': 'replay', 'user': 'replay-user'}},
-                     {'name': 'other', 'context': {'cluster': 'replay', 'user': 'replay-user'}}],
+        'apiVersion': 'v1', 'kind': 'Config', 'current-context': name, 'preferences': {},
+        'clusters': [{'name': name, 'cluster': {'server': server_url}}],
+        'users': [{'name': name + '-user', 'user': {'token': token}}],
+        'contexts': [{'name': name, 'context': {'cluster': name, 'user': name + '-user'}},
+                     {'name': 'other', 'context': {'cluster': name, 'user': name + '-user'}}],
     }
     with open(str(path), 'w') as handle:
         json.dump(config, handle)

@@ -202,7 +202,15 @@ def test_capacity_not_reached_in_time(server, tmp_path):
     # (a timeout long enough for a second read on a loaded machine: connecting reads the discovery first)
     result = run({'name': 'nori', 'kubeconfig': kubeconfig(tmp_path, server), 'timeout': 4,
                   'expected_per_node': 1}, AnsibleFailJson)
-    assert result['msg'] == 'node nori reports nvidia.com/gpu allocatable 0, expected at least 1 after 4 s'
+    # The message describes the last Node read. How many reads fit in 4 s depends on the machine's load, so the
+    # expectation follows what the server really served (1: the plugin never registered; 2+: registering).
+    if server.served['nori'] >= 2:
+        assert result['msg'] == 'node nori reports nvidia.com/gpu allocatable 0, expected at least 1 after 4 s'
+    else:
+        assert result['msg'] == ('node nori reports nvidia.com/gpu capacity 0 (not advertised; device plugin not '
+                                 'registered?), expected at least 1 after 4 s; node nori reports nvidia.com/gpu '
+                                 'allocatable 0 (not advertised; device plugin not registered?), expected at least 1 '
+                                 'after 4 s')
     assert result['error'] == 'not_met'
     assert result['attempts'] >= 2
     assert result['nodes'][0]['capacity'] == 1 and result['nodes'][0]['allocatable'] == 0
