@@ -1,7 +1,7 @@
 # baremetal.gpu: the two commands are `make lab` (main job) and `make test` (everything).
 .PHONY: lab test setup images lint sanity units integration molecule build clean
 
-lab:            ## set up, then run preflight, the host layer and verify on a local Debian 12 lab node
+lab:            ## set up, then run preflight, the host layer and verify on a local lab node (LAB_OS, default ubuntu2404)
 	bash scripts/lab.sh
 
 test:           ## set up everything from nothing and run every check, with a summary table
