@@ -60,14 +60,20 @@ recipe_hash() {
 image_name() { echo "localhost/baremetal-gpu-$1:$(recipe_hash "$1")"; }
 
 check_ubuntu_keyring() {
-  local keyring=$1 have fpr
-  have=$(gpg --no-default-keyring --keyring "$keyring" --list-keys --with-colons 2>/dev/null | awk -F: '/^fpr/ {print $10}')
+  # A private GnuPG home: ~/.gnupg may be locked by another gpg at the same moment (seen once in a
+  # make test run beside other test runs: gpg printed nothing and the check failed).
+  local keyring=$1 have fpr home
+  home=$(mktemp -d)
+  have=$(gpg --homedir "$home" --no-default-keyring --keyring "$keyring" --list-keys --with-colons 2>"$home/err" \
+    | awk -F: '/^fpr/ {print $10}')
   for fpr in $UBUNTU_FPRS; do
     if ! grep -qx "$fpr" <<<"$have"; then
-      log "keyring $keyring lacks expected fingerprint $fpr"
+      log "keyring $keyring lacks expected fingerprint $fpr (gpg: $(tr '\n' ' ' <"$home/err"))"
+      rm -rf "$home"
       return 1
     fi
   done
+  rm -rf "$home"
 }
 
 # write_deb822 ROOTFS FAMILY SUITE: replace debootstrap's one-line sources.list with the deb822
