@@ -73,22 +73,6 @@ check "shellcheck" bash -c 'git ls-files -z --cached --others --exclude-standard
 check "changelog fragments lint" antsibull-changelog lint
 check "ansible-test sanity" bash scripts/ansible-test.sh sanity
 check "ansible-test units" bash scripts/ansible-test.sh units
-check "integration (pytest)" python3 -m pytest -p no:cacheprovider -q tests/integration --ignore=tests/integration/test_charts.py
-# The real upstream charts (tests/integration/test_charts.py): tarballs from BAREMETAL_GPU_CHART_DIR,
-# by default ../shared/charts beside the checkout. Without them the row is NOT RUN with the reason.
-if [[ -z ${BAREMETAL_GPU_CHART_DIR:-} && -d $ROOT/../shared/charts ]]; then
-  BAREMETAL_GPU_CHART_DIR=$(cd "$ROOT/../shared/charts" && pwd)
-fi
-export BAREMETAL_GPU_CHART_DIR=${BAREMETAL_GPU_CHART_DIR:-}
-charts_row="charts: helm template + schemas"
-if [[ -z $BAREMETAL_GPU_CHART_DIR ]]; then
-  record "$charts_row" "NOT RUN" 0 "no chart directory: set BAREMETAL_GPU_CHART_DIR (default ../shared/charts, absent here)"
-elif check "$charts_row" python3 -m pytest -p no:cacheprovider -q -rs tests/integration/test_charts.py \
-    && grep -qE '^[0-9]+ skipped in ' "$LOGS/$(slug "$charts_row").log"; then
-  record "$charts_row" "NOT RUN" 0 "$(grep -m1 -o 'NOT RUN: .*' "$LOGS/$(slug "$charts_row").log")"
-fi
-check "collection build and install" bash scripts/check-build.sh
-
 # ---- molecule scenarios --------------------------------------------------
 wait "$IMAGES_PID"
 cat "$LOGS/images.log"
@@ -159,10 +143,33 @@ done
 for t in "${scenarios[@]}"; do
   [[ " $LONGEST_FIRST " == *" $t "* ]] || ordered+=("$t")
 done
+# The molecule lanes run in the background while the integration tests, the real charts and the
+# build run beside them: the scenarios spend much of their time waiting for the archives (apt
+# downloads), the integration tests on the CPU, so the three overlap (measured: docs/DEVELOPING.md).
+MOLECULE_PID=""
 if ((${#ordered[@]})); then
   # shellcheck disable=SC2016  # $1 is expanded by the inner bash
-  printf '%s\n' "${ordered[@]}" | xargs -P "${MOLECULE_JOBS:-2}" -I{} bash -c 'run_scenario "$1"' _ {}
+  printf '%s\n' "${ordered[@]}" | xargs -P "${MOLECULE_JOBS:-2}" -I{} bash -c 'run_scenario "$1"' _ {} &
+  MOLECULE_PID=$!
 fi
+
+# ---- controller-side tests, beside the molecule lanes ----------------------------------------
+check "integration (pytest)" python3 -m pytest -p no:cacheprovider -q tests/integration --ignore=tests/integration/test_charts.py
+# The real upstream charts (tests/integration/test_charts.py): tarballs from BAREMETAL_GPU_CHART_DIR,
+# by default ../shared/charts beside the checkout. Without them the row is NOT RUN with the reason.
+if [[ -z ${BAREMETAL_GPU_CHART_DIR:-} && -d $ROOT/../shared/charts ]]; then
+  BAREMETAL_GPU_CHART_DIR=$(cd "$ROOT/../shared/charts" && pwd)
+fi
+export BAREMETAL_GPU_CHART_DIR=${BAREMETAL_GPU_CHART_DIR:-}
+charts_row="charts: helm template + schemas"
+if [[ -z $BAREMETAL_GPU_CHART_DIR ]]; then
+  record "$charts_row" "NOT RUN" 0 "no chart directory: set BAREMETAL_GPU_CHART_DIR (default ../shared/charts, absent here)"
+elif check "$charts_row" python3 -m pytest -p no:cacheprovider -q -rs tests/integration/test_charts.py \
+    && grep -qE '^[0-9]+ skipped in ' "$LOGS/$(slug "$charts_row").log"; then
+  record "$charts_row" "NOT RUN" 0 "$(grep -m1 -o 'NOT RUN: .*' "$LOGS/$(slug "$charts_row").log")"
+fi
+check "collection build and install" bash scripts/check-build.sh
+[[ -n $MOLECULE_PID ]] && wait "$MOLECULE_PID"
 
 # ---- summary ----------------------------------------------------------------
 pass=0; fail=0; notrun=0
