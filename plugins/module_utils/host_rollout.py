@@ -143,7 +143,7 @@ def plan(batch_size, max_unavailable, hosts, nodes, api_nodes=None):
             servers.append(host)
         else:
             agents.append(host)
-    together = outside + quiet
+    together = [h for h in hosts if h in outside or h in quiet]  # inventory order
     if not servers and not agents:
         return {'order': together, 'serial': [len(together)] if together else [1], 'batches': [together] if together else [],
                 'outside': outside, 'quiet': quiet, 'servers': [], 'agents': [], 'already_unavailable': already,
