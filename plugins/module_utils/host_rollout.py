@@ -41,8 +41,9 @@ def reboot_reasons(facts, driver_plan=None, apt=None):
     """The reasons nvidia_driver would reboot this node, known before anything changes.
 
     ``facts``: ansible_facts['gpu_node'] (modules, pci and driver subsets). ``driver_plan``: the fact
-    nvidia_driver_plan of nvidia_driver's decide step, or None when that role is not run. ``apt``: the
-    result of that step's apt_sources_info (packages: {name: {installed, candidate}}), or None.
+    nvidia_driver_plan of nvidia_driver's decide step, or None when that role is not run (then only the
+    node's state counts). ``apt``: the result of that step's apt_sources_info (packages: {name: {installed,
+    candidate}}), or None where apt was not asked (RHEL family): then the branch alone is compared.
     """
     reasons = []
     loaded = facts.get('nvidia_loaded_version') or ''
@@ -55,27 +56,39 @@ def reboot_reasons(facts, driver_plan=None, apt=None):
     if facts.get('gpus') and not loaded and not facts.get('container'):
         reasons.append('an NVIDIA GPU is present but no nvidia module is loaded')
     if driver_plan and driver_plan.get('ok'):
-        packages = (apt or {}).get('packages') or {}
-        wanted = [_name(p) for p in driver_plan.get('install') or []]
-        missing = [p for p in wanted if not (packages.get(p) or {}).get('installed')]
-        if missing:
-            reasons.append('driver packages to install: %s' % ', '.join(missing))
-        pins = driver_plan.get('pins') or {}
-        newer = []
-        for name in wanted:
-            info = packages.get(name) or {}
-            have, candidate = info.get('installed'), info.get('candidate')
-            if not have:
-                continue
-            pin = str(pins.get(name) or '').rstrip('*')
-            if pin and not str(have).startswith(pin):
-                newer.append('%s %s -> %s*' % (name, have, pin))
-            elif not pin and candidate and candidate != have:
-                newer.append('%s %s -> %s' % (name, have, candidate))
-        if newer:
-            reasons.append('driver packages to change: %s' % ', '.join(newer))
-        if driver_plan.get('remove'):
-            reasons.append('driver packages to remove: %s' % ', '.join(driver_plan['remove']))
+        branch = str(driver_plan.get('branch') or '')
+        branches = sorted(set(v.split('.', 1)[0] for v in installed))
+        if branch and branch not in branches:
+            reasons.append('driver branch %s is not installed yet (installed: %s)' % (branch, ', '.join(branches) or 'none'))
+        packages = (apt or {}).get('packages')
+        if packages is not None:
+            reasons.extend(_package_reasons(driver_plan, packages))
+    return reasons
+
+
+def _package_reasons(driver_plan, packages):
+    """What apt would change of the plan's packages (apt_sources_info's answer: installed, candidate)."""
+    reasons = []
+    wanted = [_name(p) for p in driver_plan.get('install') or []]
+    missing = [p for p in wanted if not (packages.get(p) or {}).get('installed')]
+    if missing:
+        reasons.append('driver packages to install: %s' % ', '.join(missing))
+    pins = driver_plan.get('pins') or {}
+    newer = []
+    for name in wanted:
+        info = packages.get(name) or {}
+        have, candidate = info.get('installed'), info.get('candidate')
+        if not have:
+            continue
+        pin = str(pins.get(name) or '').rstrip('*')
+        if pin and not str(have).startswith(pin):
+            newer.append('%s %s -> %s*' % (name, have, pin))
+        elif not pin and candidate and candidate != have:
+            newer.append('%s %s -> %s' % (name, have, candidate))
+    if newer:
+        reasons.append('driver packages to change: %s' % ', '.join(newer))
+    if driver_plan.get('remove'):
+        reasons.append('driver packages to remove: %s' % ', '.join(driver_plan['remove']))
     return reasons
 
 

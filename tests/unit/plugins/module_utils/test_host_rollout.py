@@ -100,6 +100,17 @@ def test_driver_packages_to_change_or_remove_mean_a_reboot():
     assert host_rollout.reboot_reasons(facts(), driver_plan(['nvidia-driver-580'], ok=False), {'packages': POLICY}) == []
 
 
+def test_a_branch_not_installed_means_a_reboot_without_apt_too():
+    # RHEL family: apt is not asked; the decided branch against the installed driver still tells.
+    plan = driver_plan(['nvidia-driver-595'])
+    plan['branch'] = '595'
+    assert host_rollout.reboot_reasons(facts(), plan, None) == [
+        'driver branch 595 is not installed yet (installed: 580)']
+    assert host_rollout.reboot_reasons(facts(installed=(), loaded='', gpus=()), driver_plan(['nvidia-driver-580']), None) == [
+        'driver branch 580 is not installed yet (installed: none)']
+    assert host_rollout.reboot_reasons(facts(), driver_plan(['nvidia-driver-580']), None) == []
+
+
 @pytest.mark.parametrize('kwargs, reason', [
     ({'nouveau': True}, 'nouveau is loaded'),
     ({'loaded': '570.133.20'}, 'the loaded nvidia module is not the installed driver (loaded 570.133.20, installed 580.178.04)'),
