@@ -6,7 +6,6 @@ No Kubernetes API runs here: no node was really cordoned or drained by these tes
 through the upgrade's own enter and leave steps (kubernetes.core), with the day-1 label
 baremetal.gpu/host-rollout; host_rollout_plan reads the Node list from the double.
 """
-import copy
 import json
 import os
 import re

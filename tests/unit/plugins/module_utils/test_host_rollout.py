@@ -68,17 +68,16 @@ def test_generated_configs_of_rke2():
 
 
 def test_a_quiet_node_of_the_cluster():
-    got = node(facts(), None, AFTER, True, driver_plan(['nvidia-headless-no-dkms-580-open',
-                                                                             'nvidia-utils-580']), {'packages': POLICY})
+    plan = driver_plan(['nvidia-headless-no-dkms-580-open', 'nvidia-utils-580'])
+    got = node(facts(), None, AFTER, True, plan, {'packages': POLICY})
     assert got == {'in_cluster': True, 'why': 'rke2-server is enabled (only rke2-server is installed)', 'role': 'server',
                    'unit': 'rke2-server', 'reboot': [], 'restart': [], 'disruptive': False}
 
 
 def test_driver_packages_to_install_mean_a_reboot():
     # apt says nvidia-driver-580 and nvidia-dkms-580 are not installed on the test node.
-    got = node(facts(), None, AFTER, True,
-                                    driver_plan(['nvidia-driver-580', 'nvidia-dkms-580=580.178.04*', 'nvidia-utils-580']),
-                                    {'packages': POLICY})
+    plan = driver_plan(['nvidia-driver-580', 'nvidia-dkms-580=580.178.04*', 'nvidia-utils-580'])
+    got = node(facts(), None, AFTER, True, plan, {'packages': POLICY})
     assert got['reboot'] == ['driver packages to install: nvidia-driver-580, nvidia-dkms-580']
     assert got['disruptive'] is True
 
