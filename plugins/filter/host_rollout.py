@@ -13,11 +13,13 @@ from ansible_collections.baremetal.gpu.plugins.module_utils import host_rollout
 
 
 def host_rollout_node(facts, api_node=None, generated_config='', runtime_binary_present=True,
-                      driver_plan=None, apt=None, generated_path='config.toml'):
+                      driver_plan=None, apt=None, generated_path='config.toml', run_tags=None, skip_tags=None):
     facts = dict(facts or {})
-    return host_rollout.node(facts, api_node or None,
-                             host_rollout.reboot_reasons(facts, driver_plan or None, apt or None),
-                             host_rollout.restart_reasons(generated_config, bool(runtime_binary_present), generated_path))
+    reboot = (host_rollout.reboot_reasons(facts, driver_plan or None, apt or None)
+              if host_rollout.role_runs('nvidia_driver', run_tags, skip_tags) else [])
+    restart = (host_rollout.restart_reasons(generated_config, bool(runtime_binary_present), generated_path)
+               if host_rollout.role_runs('rke2_nvidia_runtime', run_tags, skip_tags) else [])
+    return host_rollout.node(facts, api_node or None, reboot, restart)
 
 
 def host_rollout_plan(hosts, batch_size, max_unavailable, nodes, api_nodes=None):

@@ -106,6 +106,16 @@ def restart_reasons(generated_config, runtime_binary_present, generated_path='co
     return reasons
 
 
+def role_runs(role, run_tags=None, skip_tags=None):
+    """Whether the play's tags let ``role`` run (gpu_nodes.yml tags each role with its name; its tasks carry
+    <role>_<phase> tags too). ``run_tags``/``skip_tags``: ansible_run_tags and ansible_skip_tags."""
+    run_tags = list(run_tags or ['all'])
+    skip_tags = list(skip_tags or [])
+    if role in skip_tags or 'all' in skip_tags:
+        return False
+    return 'all' in run_tags or any(t == role or t.startswith(role + '_') for t in run_tags)
+
+
 def node(facts, api_node=None, reboot=None, restart=None):
     """One host: in_cluster, why, role (server, agent or ''), unit, reboot and restart reasons, disruptive."""
     rke2 = facts.get('rke2') or {}

@@ -40,3 +40,18 @@ def test_plan_filter_and_its_errors():
     assert got['batches'] == [['x', 's1']]
     with pytest.raises(AnsibleFilterError, match='upgrade_batch_size must be at least 1'):
         plan(['s1'], 0, '25%', {}, None)
+
+
+@pytest.mark.parametrize('run_tags, skip_tags, restart', [
+    (['all'], [], True),
+    (['rke2_nvidia_runtime'], [], True),
+    (['rke2_nvidia_runtime_service'], [], True),
+    (['nvidia_driver'], [], False),
+    (['all'], ['rke2_nvidia_runtime'], False),
+])
+def test_only_the_reasons_of_roles_that_run_count(run_tags, skip_tags, restart):
+    facts = dict(FACTS, nouveau_loaded=True)
+    got = filters.FilterModule().filters()['host_rollout_node'](facts, None, BEFORE, True, None, None, 'c', run_tags, skip_tags)
+    assert bool(got['restart']) is restart
+    driver_runs = 'nvidia_driver' in run_tags or 'all' in run_tags
+    assert got['reboot'] == (['nouveau is loaded'] if driver_runs else [])

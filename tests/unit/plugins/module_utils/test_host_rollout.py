@@ -141,6 +141,19 @@ def test_a_node_the_api_lists_is_in_the_cluster():
     assert got['why'] == 'the cluster API lists Node nori'
 
 
+@pytest.mark.parametrize('role, run_tags, skip_tags, runs', [
+    ('nvidia_driver', None, None, True),
+    ('nvidia_driver', ['all'], [], True),
+    ('nvidia_driver', ['nvidia_driver_install'], [], True),
+    ('nvidia_driver', ['container_toolkit'], [], False),
+    ('nvidia_driver', ['all'], ['nvidia_driver'], False),
+    ('rke2_nvidia_runtime', ['all'], ['nvidia_driver', 'container_toolkit'], True),
+    ('rke2_nvidia_runtime', ['rke2'], [], False),
+])
+def test_role_runs(role, run_tags, skip_tags, runs):
+    assert host_rollout.role_runs(role, run_tags, skip_tags) is runs
+
+
 # ---- the batches --------------------------------------------------------------------------------------
 
 def info(in_cluster=True, role='agent', disruptive=True):
