@@ -117,7 +117,8 @@ def role_runs(role, run_tags=None, skip_tags=None):
 
 
 def node(facts, api_node=None, reboot=None, restart=None):
-    """One host: in_cluster, why, role (server, agent or ''), unit, reboot and restart reasons, disruptive."""
+    """One host: in_cluster, why, role (server, agent or ''), unit, reboot and restart reasons, resume (the
+    last rollout left the node cordoned, label baremetal.gpu/host-rollout=upgrading), disruptive."""
     rke2 = facts.get('rke2') or {}
     unit = rke2.get('unit') or ''
     enabled = unit and unit in (rke2.get('units_enabled') or [])
@@ -135,8 +136,14 @@ def node(facts, api_node=None, reboot=None, restart=None):
     in_cluster = bool(enabled or api_node)
     reboot = list(reboot or [])
     restart = list(restart or []) if rke2.get('present') else []
+    # A rollout that stopped after the node left service (a failure or a crash after its reboot or restart)
+    # left it cordoned and labelled: it goes through its batch again, which puts it back in service.
+    labels = ((api_node or {}).get('metadata') or {}).get('labels') or {}
+    resume = (['the last rollout left it out of service (label %s=upgrading)' % STATE_LABEL]
+              if labels.get(STATE_LABEL) == 'upgrading' else [])
     return {'in_cluster': in_cluster, 'why': why, 'role': role if in_cluster else '', 'unit': unit,
-            'reboot': reboot, 'restart': restart, 'disruptive': in_cluster and bool(reboot or restart)}
+            'reboot': reboot, 'restart': restart, 'resume': resume,
+            'disruptive': in_cluster and bool(reboot or restart or resume)}
 
 
 def plan(batch_size, max_unavailable, hosts, nodes, api_nodes=None):

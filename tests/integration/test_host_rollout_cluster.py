@@ -6,6 +6,7 @@ No Kubernetes API runs here: no node was really cordoned or drained by these tes
 through the upgrade's own enter and leave steps (kubernetes.core), with the day-1 label
 baremetal.gpu/host-rollout; host_rollout_plan reads the Node list from the double.
 """
+import copy
 import json
 import os
 import re
@@ -38,7 +39,7 @@ STEP = """    - name: Step {step}
 """
 DISRUPTIVE = {'in_cluster': True, 'why': 'rke2-agent is enabled', 'role': 'agent', 'unit': 'rke2-agent', 'reboot': [],
               'restart': ['the nvidia runtime is missing from /var/lib/rancher/rke2/agent/etc/containerd/config.toml'],
-              'disruptive': True}
+              'resume': [], 'disruptive': True}
 
 
 @pytest.fixture
@@ -121,4 +122,18 @@ def test_plan_refuses_a_bad_batch_size_before_anything(tmp_path, cluster):
               args=['--skip-tags', 'nvidia_driver'])
     assert res.returncode != 0
     assert 'upgrade_batch_size must be a percentage between 1% and 100%' in res.stdout
+    assert [m for m, _p, _b in cluster.requests if m != 'GET'] == []
+
+
+def test_plan_resumes_a_node_the_last_rollout_left_cordoned(tmp_path, cluster):
+    left = copy.deepcopy(NORI)
+    left['spec']['unschedulable'] = True
+    left['metadata']['labels'][LABEL] = 'upgrading'
+    cluster.add_node(left)
+    res = run(tmp_path, cluster, ['host_rollout_plan'], {'upgrade_host_rollout_plan': None, 'upgrade_max_unavailable': 1},
+              args=['--skip-tags', 'nvidia_driver'])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    # Not counted as already unavailable (it is ours), and back in a batch of its own.
+    assert 'minus 0 already unschedulable' in res.stdout
+    assert 'resume: the last rollout left it out of service (label baremetal.gpu/host-rollout=upgrading)' in res.stdout
     assert [m for m, _p, _b in cluster.requests if m != 'GET'] == []

@@ -71,7 +71,7 @@ def test_a_quiet_node_of_the_cluster():
     plan = driver_plan(['nvidia-headless-no-dkms-580-open', 'nvidia-utils-580'])
     got = node(facts(), None, AFTER, True, plan, {'packages': POLICY})
     assert got == {'in_cluster': True, 'why': 'rke2-server is enabled (only rke2-server is installed)', 'role': 'server',
-                   'unit': 'rke2-server', 'reboot': [], 'restart': [], 'disruptive': False}
+                   'unit': 'rke2-server', 'reboot': [], 'restart': [], 'resume': [], 'disruptive': False}
 
 
 def test_driver_packages_to_install_mean_a_reboot():
@@ -152,6 +152,18 @@ def test_a_node_the_api_lists_is_in_the_cluster():
 ])
 def test_role_runs(role, run_tags, skip_tags, runs):
     assert host_rollout.role_runs(role, run_tags, skip_tags) is runs
+
+
+def test_a_node_the_last_rollout_left_cordoned_goes_through_its_batch_again():
+    left = copy.deepcopy(NORI)
+    left['spec']['unschedulable'] = True
+    left['metadata']['labels']['baremetal.gpu/host-rollout'] = 'upgrading'
+    got = node(facts(unit='rke2-agent'), left, AFTER, True)
+    assert got['reboot'] == [] and got['restart'] == []
+    assert got['resume'] == ['the last rollout left it out of service (label baremetal.gpu/host-rollout=upgrading)']
+    assert got['disruptive'] is True
+    left['metadata']['labels']['baremetal.gpu/host-rollout'] = 'done'
+    assert node(facts(unit='rke2-agent'), left, AFTER, True)['disruptive'] is False
 
 
 # ---- the batches --------------------------------------------------------------------------------------
