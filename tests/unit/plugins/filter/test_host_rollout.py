@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The filters host_rollout_node and host_rollout_plan: arguments passed through, errors as filter errors.
+
+The decisions themselves are tested in tests/unit/plugins/module_utils/test_host_rollout.py.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.baremetal.gpu.plugins.filter import host_rollout as filters
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'rke2')
+with open(os.path.join(FIXTURES, 'config.toml.before')) as handle:
+    BEFORE = handle.read()
+
+FACTS = {'container': True, 'gpus': [], 'nouveau_loaded': False, 'nvidia_loaded_version': '',
+         'driver_installed_versions': [],
+         'rke2': {'present': True, 'unit': 'rke2-server', 'role': 'server', 'role_reason': 'only rke2-server is installed',
+                  'units_installed': ['rke2-server'], 'units_enabled': ['rke2-server']}}
+
+
+def test_node_filter():
+    got = filters.FilterModule().filters()['host_rollout_node'](FACTS, None, BEFORE, True, None, None, '/c.toml')
+    assert got['restart'] == ['the nvidia runtime is missing from /c.toml']
+    assert got['disruptive'] is True and got['role'] == 'server'
+
+
+def test_plan_filter_and_its_errors():
+    plan = filters.FilterModule().filters()['host_rollout_plan']
+    got = plan(['s1', 'x'], 1, '25%', {'s1': {'in_cluster': True, 'role': 'server', 'disruptive': True},
+                                       'x': {'in_cluster': False}}, None)
+    assert got['batches'] == [['x', 's1']]
+    with pytest.raises(AnsibleFilterError, match='upgrade_batch_size must be at least 1'):
+        plan(['s1'], 0, '25%', {}, None)
+
+
+@pytest.mark.parametrize('run_tags, skip_tags, restart', [
+    (['all'], [], True),
+    (['rke2_nvidia_runtime'], [], True),
+    (['rke2_nvidia_runtime_service'], [], True),
+    (['nvidia_driver'], [], False),
+    (['all'], ['rke2_nvidia_runtime'], False),
+])
+def test_only_the_reasons_of_roles_that_run_count(run_tags, skip_tags, restart):
+    facts = dict(FACTS, nouveau_loaded=True)
+    got = filters.FilterModule().filters()['host_rollout_node'](facts, None, BEFORE, True, None, None, 'c', run_tags, skip_tags)
+    assert bool(got['restart']) is restart
+    driver_runs = 'nvidia_driver' in run_tags or 'all' in run_tags
+    assert got['reboot'] == (['nouveau is loaded'] if driver_runs else [])
