@@ -145,3 +145,16 @@ def test_history_synthetic_order_and_ownership():
 
 def test_history_empty():
     assert host_uninstall.apt_history_installed('', ROLE) == {'packages': [], 'transactions': 0, 'first': '', 'last': ''}
+
+
+def test_history_real_ubuntu2404_host_layer():
+    """The role's one transaction on a real node: what it installed, not the image's kernel or Ansible's containerd."""
+    found = host_uninstall.apt_history_installed(fixture('apt', 'history-ubuntu2404-host-layer.log'), ROLE)
+    assert found['transactions'] == 1 and found['first'] == '2026-11-23  08:13:11'
+    packages = found['packages']
+    for name in ('linux-modules-nvidia-580-open-6.8.0-149-generic', 'nvidia-headless-no-dkms-580-open', 'nvidia-utils-580',
+                 'nvidia-kernel-common-580', 'libnvidia-compute-580', 'xserver-xorg-video-nvidia-580', 'libx11-6'):
+        assert name in packages, name
+    for name in ('containerd', 'runc', 'initramfs-tools', 'linux-image-6.8.0-149-generic'):
+        assert name not in packages, name
+    assert len(packages) == 83 and all(':' not in p for p in packages)
