@@ -114,7 +114,7 @@ def test_docker_runtime_with_another_binary_is_not_ours():
 
 SYNTHETIC = """
 Start-Date: 2026-11-23  09:00:00
-Commandline: apt-get install --yes --no-install-recommends -o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold nvidia-driver
+Commandline: %s nvidia-driver
 Install: nvidia-driver:amd64 (535.261.03-1~deb12u1), dkms:amd64 (3.0.10-8+deb12u1, automatic), gcc:amd64 (4:12.2.0-3, automatic)
 Upgrade: initramfs-tools:amd64 (0.142, 0.142+deb12u1)
 End-Date: 2026-11-23  09:05:00
@@ -133,7 +133,8 @@ Start-Date: 2026-11-23  11:00:00
 Commandline: apt-get remove dkms
 Remove: dkms:amd64 (3.0.10-8+deb12u1)
 End-Date: 2026-11-23  11:00:05
-"""
+""" % ('apt-get install --yes --no-install-recommends -o DPkg::Lock::Timeout=300 -o Dpkg::Options::=--force-confdef'
+       ' -o Dpkg::Options::=--force-confold')
 
 
 def test_history_synthetic_order_and_ownership():
