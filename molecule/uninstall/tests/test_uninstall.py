@@ -25,6 +25,10 @@ KEPT_ALL = [
     # container_toolkit's install keeps a backup of the user's config.toml when it adds its imports entry;
     # the backup is the user's data and stays.
     r"^/etc/containerd/config\.toml\.[0-9]+\.[0-9-]+@[0-9:]+~$",
+    # shadow-utils' own backups of the account files, rewritten when a package's maintainer scripts add a
+    # system user or group and its purge removes it again (Ubuntu's X and NVIDIA packages); /etc/passwd,
+    # /etc/group, /etc/shadow and /etc/gshadow themselves are compared and must be as before.
+    r"^/etc/(passwd|group|shadow|gshadow)-$",
 ]
 KEPT = {
     # uninstall_nouveau_blacklist=true on this node: the blacklist goes (not kept).

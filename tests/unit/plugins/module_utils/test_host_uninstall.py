@@ -159,3 +159,15 @@ def test_history_real_ubuntu2404_host_layer():
     for name in ('containerd', 'runc', 'initramfs-tools', 'linux-image-6.8.0-149-generic'):
         assert name not in packages, name
     assert len(packages) == 83 and all(':' not in p for p in packages)
+
+
+@pytest.mark.parametrize('node,module', [('debian12', 'nvidia-kernel-dkms'), ('ubuntu2404', 'linux-modules-nvidia-580-open-6.8.0-149-generic')])
+def test_history_real_after_the_uninstall_leaves_nothing_of_the_role(node, module):
+    """After the uninstall's purge (recorded as a Purge: line) nothing is the role's any more: a second run removes nothing."""
+    text = fixture('apt', 'history-%s-host-layer-uninstalled.log' % node)
+    assert module in text and 'Purge: ' in text
+    found = host_uninstall.apt_history_installed(text, ROLE)
+    assert found['transactions'] == 1 and found['packages'] == []
+    # Without the purge entry the same log names what the role installed, the module package among them.
+    before_purge = text[:text.index('Commandline: apt-get purge')]
+    assert module in host_uninstall.apt_history_installed(before_purge, ROLE)['packages']
