@@ -1,7 +1,6 @@
-#!/usr/bin/python3
 """Record a node's package selections, holds and every path under /etc (TEST ONLY).
 
-snapshot.py OUT.json: {"selections": {package: state}, "holds": [...], "etc": {path: "f <sha256>" | "l <target>" | "d"}}
+python3 snapshot.py OUT.json: {"selections": {package: state}, "holds": [...], "etc": {path: "f <sha256>" | "l <target>" | "d"}}
 """
 import hashlib
 import json

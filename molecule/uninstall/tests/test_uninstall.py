@@ -50,7 +50,7 @@ def load(node, name):
 def snapshots():
     found = {}
     for node in NODES:
-        host(node).run_expect([0], "/usr/local/sbin/uninstall-snapshot /root/after.json")
+        host(node).run_expect([0], "python3 /usr/local/sbin/uninstall-snapshot /root/after.json")
         found[node] = {name: load(node, name) for name in ("before", "converged", "after-check", "after")}
     return found
 
