@@ -60,3 +60,12 @@ def test_refused_without_api_host_or_render_dir(tmp_path):
     assert res.returncode != 0
     out = res.stdout + res.stderr
     assert "uninstall_cluster_enabled is true, but no host" in out and "cluster_addons_render_dir" in out
+
+
+def test_refused_before_any_change_with_a_switch_that_is_not_a_boolean(tmp_path):
+    """-e uninstall_nouveau_blacklist=maybe is refused by the check entry point's argument spec, naming the variable."""
+    res = run_playbook(PLAYBOOK, "-e", "cluster_addons_render_dir=%s" % (tmp_path / "render"),
+                       "-e", "uninstall_nouveau_blacklist=maybe", extra_env=NO_CLUSTER_ENV)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "uninstall_nouveau_blacklist" in out, out[-3000:]
+    assert not (tmp_path / "render").exists()

@@ -1,0 +1,39 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters for the host layer's uninstall; documented in the .yml files beside."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import host_uninstall
+
+
+def apt_history_installed(text, commandline_regex):
+    if not commandline_regex:
+        raise AnsibleFilterError('baremetal.gpu.apt_history_installed: a Commandline regex is required')
+    return host_uninstall.apt_history_installed(text or '', commandline_regex)
+
+
+def containerd_config_restore(text, import_entry, dropin, others=None, modified=False):
+    return host_uninstall.containerd_config_restore(text, import_entry, dropin, others or [], bool(modified))
+
+
+def docker_daemon_restore(data, runtime_name, binary):
+    if not isinstance(data, dict):
+        raise AnsibleFilterError('baremetal.gpu.docker_daemon_restore: daemon.json must be a JSON object, got %s'
+                                 % type(data).__name__)
+    return host_uninstall.docker_daemon_restore(data, runtime_name, binary)
+
+
+class FilterModule(object):
+
+    def filters(self):
+        return {
+            'apt_history_installed': apt_history_installed,
+            'containerd_config_restore': containerd_config_restore,
+            'docker_daemon_restore': docker_daemon_restore,
+        }
