@@ -248,7 +248,10 @@ def plan(settings, os_data, facts, apt=None, today=None):
         # Installed packages that carry a kernel module of any other branch too (gpu_node_facts lists the
         # installed driver packages): a branch change must not leave the old module beside the new one.
         module_regex = re.compile(os_data.get('module_package_regex') or '^$')
-        installed_drivers = [p.split()[0].split(':')[0] for p in facts.get('driver_packages') or []]
+        # driver_packages lists the unheld ones only (status "ii"); driver_stack_packages the held ones too
+        # (the role holds the module packages, and a held old-branch module package must go as well).
+        installed_drivers = sorted(set([p.split()[0].split(':')[0] for p in facts.get('driver_packages') or []]
+                                       + list(facts.get('driver_stack_packages') or [])))
         removable = sorted(set(removable) | set(n for n in installed_drivers if module_regex.search(n) and n not in keep))
         out['remove'] = sorted(set([p for p in removable if _installed(apt, p)] if apt is not None else [])
                                | set(n for n in installed_drivers if n in removable))
