@@ -135,8 +135,8 @@ def host_status(facts, record, target, hold=True):
                       if not str(m.get('version') or '').startswith(target + '.')))
     if dkms:
         reasons.append('DKMS builds of another branch: %s' % ', '.join(dkms))
-    if hold and branches == [target] and not [p for p in facts.get('driver_held_packages') or []
-                                                if package_branch(p) == target]:
+    held_target = [p for p in facts.get('driver_held_packages') or [] if package_branch(p) == target]
+    if hold and branches == [target] and not held_target:
         reasons.append('no package of branch %s is held' % target)
     if record.get('state') in UNFINISHED_STATES:
         reasons.append('its last upgrade (to %s, started %s) ended in state %s' % (
