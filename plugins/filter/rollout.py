@@ -19,6 +19,10 @@ def rollout_plan(hosts, batch_size, max_unavailable, nodes, installed, target):
         raise AnsibleFilterError(str(exc))
 
 
+def upgrade_host_status(facts, record, target, hold=True):
+    return rollout.host_status(facts, record, target, hold)
+
+
 def gpu_pods(pods, selector_labels=None):
     return rollout.gpu_pods(pods, selector_labels)
 
@@ -26,4 +30,4 @@ def gpu_pods(pods, selector_labels=None):
 class FilterModule(object):
 
     def filters(self):
-        return {'rollout_plan': rollout_plan, 'gpu_pods': gpu_pods}
+        return {'rollout_plan': rollout_plan, 'gpu_pods': gpu_pods, 'upgrade_host_status': upgrade_host_status}

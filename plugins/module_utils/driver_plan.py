@@ -21,6 +21,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import dkms as dkmslib
+from ansible_collections.baremetal.gpu.plugins.module_utils import rollout
 from ansible_collections.baremetal.gpu.plugins.module_utils import support
 
 FLAVOURS = ('open', 'proprietary')
@@ -248,8 +249,16 @@ def plan(settings, os_data, facts, apt=None, today=None):
         # Installed packages that carry a kernel module of any other branch too (gpu_node_facts lists the
         # installed driver packages): a branch change must not leave the old module beside the new one.
         module_regex = re.compile(os_data.get('module_package_regex') or '^$')
-        installed_drivers = [p.split()[0].split(':')[0] for p in facts.get('driver_packages') or []]
+        # driver_packages lists the unheld ones only (status "ii"); driver_stack_packages the held ones too
+        # (the role holds the module packages, and a held old-branch module package must go as well).
+        installed_drivers = sorted(set([p.split()[0].split(':')[0] for p in facts.get('driver_packages') or []]
+                                       + list(facts.get('driver_stack_packages') or [])))
         removable = sorted(set(removable) | set(n for n in installed_drivers if module_regex.search(n) and n not in keep))
+        # A branch change leaves nothing of the old branch: every installed package of the driver stack whose
+        # name carries another branch (nvidia-utils-580, libnvidia-compute-580, nvidia-firmware-580-...) goes
+        # in the same transaction, whether or not a Conflicts of the new branch would have removed it.
+        removable = sorted(set(removable) | set(n for n in installed_drivers
+                                                if rollout.package_branch(n) not in ('', branch) and n not in keep))
         out['remove'] = sorted(set([p for p in removable if _installed(apt, p)] if apt is not None else [])
                                | set(n for n in installed_drivers if n in removable))
         out['remove_candidates'] = removable

@@ -225,6 +225,28 @@ def packages(run):
     return sorted(found)
 
 
+# Every package of the NVIDIA driver stack, of any branch (the libraries too, which DRIVER_PACKAGE leaves
+# out): what a branch change must leave no trace of, and what the driver role holds.
+NVIDIA_STACK_PACKAGE = re.compile(
+    r'^(nvidia-|libnvidia-|linux-modules-nvidia-|linux-objects-nvidia-|linux-signatures-nvidia-|'
+    r'xserver-xorg-video-nvidia-|libxnvctrl|libcuda|firmware-nvidia-|kmod-nvidia)')
+
+
+def stack_packages(run):
+    """Installed packages of the NVIDIA stack, as {'installed': [names], 'held': [names]} (dpkg; the
+    selection "hold" is the first letter of db:Status-Abbrev). Empty lists where there is no dpkg."""
+    rc, out, _err = run(['dpkg-query', '-W', '-f=${db:Status-Abbrev} ${Package} ${Version}\\n'])
+    installed, held = [], []
+    if rc == 0:
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and len(parts[0]) >= 2 and parts[0][1] == 'i' and NVIDIA_STACK_PACKAGE.match(parts[1]):
+                installed.append(parts[1].split(':')[0])
+                if parts[0][0] == 'h':
+                    held.append(parts[1].split(':')[0])
+    return {'installed': sorted(set(installed)), 'held': sorted(set(held))}
+
+
 DRIVER_VERSION_RE = re.compile(r'^(?:[0-9]+:)?([0-9]{3})\.([0-9]+)(?:\.([0-9]+))?')
 
 
@@ -271,9 +293,11 @@ def driver(root, run, which):
     else:
         method = 'none'
     versions = installed_driver_versions(pkgs)
+    stack = stack_packages(run)
     return {'driver_install_method': method, 'driver_packages': pkgs, 'driver_dkms_modules': dkms_modules(root),
             'driver_nvidia_smi': smi, 'driver_installed_versions': versions,
-            'driver_installed_branches': sorted(set(v.split('.', 1)[0] for v in versions))}
+            'driver_installed_branches': sorted(set(v.split('.', 1)[0] for v in versions)),
+            'driver_stack_packages': stack['installed'], 'driver_held_packages': stack['held']}
 
 
 # ---- container runtimes ----------------------------------------------------------------------------

@@ -95,6 +95,55 @@ def plan(batch_size, max_unavailable, hosts, nodes, installed, target):
             'noop': False, 'reason': reason}
 
 
+# The branch a package of the driver stack belongs to: nvidia-utils-580, libnvidia-gl-595,
+# nvidia-headless-no-dkms-580-open, nvidia-firmware-580-580.178.04, linux-modules-nvidia-595-open-6.8.0-90-generic,
+# xserver-xorg-video-nvidia-580. Packages without a branch in their name (nvidia-container-toolkit,
+# linux-signatures-nvidia-<kernel>, Debian's nvidia-driver) have none.
+PACKAGE_BRANCH = re.compile(r'^(?:(?:lib)?nvidia-[a-z0-9-]*?|linux-(?:modules|objects)-nvidia|xserver-xorg-video-nvidia)'
+                            r'-([0-9]{3})(?:-|$)')
+UNFINISHED_STATES = ('upgrading', 'failed')
+
+
+def package_branch(name):
+    """The driver branch in a package name ('580'), or '' when the name carries none."""
+    match = PACKAGE_BRANCH.match(str(name or ''))
+    return match.group(1) if match else ''
+
+
+def host_status(facts, record, target, hold=True):
+    """Whether a host is done with the move to branch ``target``, from what the host itself shows.
+
+    ``facts`` are ansible_facts['gpu_node'] with the driver section; ``record`` is the host's upgrade
+    record (roles/upgrade record.yml: state, from, to, started, finished, reason) or None/{}. Done means:
+    only ``target`` is installed, no package of another branch is left, every DKMS build is of
+    ``target``, the target's packages are held (when ``hold``), and no earlier upgrade of this host was
+    left unfinished (record state upgrading or failed: it goes through the whole path again, so that a
+    node cordoned by a crashed run is checked and uncordoned). Returns {branch, done, reasons}:
+    branch is the single installed branch ('' when none or several).
+    """
+    target = str(target)
+    facts = facts or {}
+    record = record or {}
+    branches = [str(b) for b in facts.get('driver_installed_branches') or []]
+    reasons = []
+    if branches != [target]:
+        reasons.append('installed branches: %s' % (', '.join(branches) or 'none'))
+    others = sorted(p for p in facts.get('driver_stack_packages') or [] if package_branch(p) not in ('', target))
+    if others:
+        reasons.append('packages of another branch: %s' % ', '.join(others))
+    dkms = sorted(set('%s/%s' % (m.get('module'), m.get('version')) for m in facts.get('driver_dkms_modules') or []
+                      if not str(m.get('version') or '').startswith(target + '.')))
+    if dkms:
+        reasons.append('DKMS builds of another branch: %s' % ', '.join(dkms))
+    held_target = [p for p in facts.get('driver_held_packages') or [] if package_branch(p) == target]
+    if hold and branches == [target] and not held_target:
+        reasons.append('no package of branch %s is held' % target)
+    if record.get('state') in UNFINISHED_STATES:
+        reasons.append('its last upgrade (to %s, started %s) ended in state %s' % (
+            record.get('to') or '?', record.get('started') or '?', record.get('state')))
+    return {'branch': branches[0] if len(branches) == 1 else '', 'done': not reasons, 'reasons': reasons}
+
+
 def _requests_gpu(container):
     resources = container.get('resources') or {}
     names = list((resources.get('limits') or {}).keys()) + list((resources.get('requests') or {}).keys())

@@ -182,6 +182,18 @@ ansible_facts:
           type: list
           elements: str
           sample: ["580"]
+        driver_stack_packages:
+          description:
+            - Names of the installed packages of the NVIDIA driver stack of any branch, held or not (C(nvidia-*),
+              C(libnvidia-*), C(linux-modules-nvidia-*) and the like; dpkg only, empty elsewhere).
+          type: list
+          elements: str
+          sample: ["libnvidia-compute-595", "nvidia-headless-595-open", "nvidia-utils-595"]
+        driver_held_packages:
+          description: Those of RV(ansible_facts.gpu_node.driver_stack_packages) whose dpkg selection is C(hold).
+          type: list
+          elements: str
+          sample: ["nvidia-headless-595-open", "nvidia-utils-595"]
         driver_dkms_modules:
           description: DKMS builds of NVIDIA modules (module, version, kernel, arch).
           type: list

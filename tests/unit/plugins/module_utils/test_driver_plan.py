@@ -231,10 +231,24 @@ def test_a_branch_change_removes_the_old_branchs_module_package():
     plan = driver_plan.plan(settings(branch='595'), os_data('Ubuntu'), node,
                             apt_answer(['linux-modules-nvidia-595-open-6.8.0-149-generic']), today=TODAY)
     assert plan['module_build']['build'] == 'prebuilt'
-    assert plan['remove'] == ['linux-modules-nvidia-580-open-6.8.0-149-generic', 'nvidia-dkms-570']
+    assert plan['remove'] == ['linux-modules-nvidia-580-open-6.8.0-149-generic', 'nvidia-dkms-570', 'nvidia-utils-580']
     same = driver_plan.plan(settings(), os_data('Ubuntu'), node,
                             apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic']), today=TODAY)
     assert same['remove'] == ['nvidia-dkms-570']
+
+
+def test_a_branch_change_removes_the_old_branchs_held_module_package():
+    # The role holds the module packages; dpkg then says "hi", and driver_packages (status "ii") leaves them
+    # out. driver_stack_packages lists them, so the held 580 module package goes too.
+    node = facts()
+    node['driver_packages'] = ['nvidia-kernel-common-580 580.178.04-0ubuntu0.24.04.1']
+    node['driver_stack_packages'] = ['linux-modules-nvidia-580-open-6.8.0-149-generic', 'nvidia-kernel-common-580',
+                                     'nvidia-headless-no-dkms-580-open', 'nvidia-utils-580']
+    plan = driver_plan.plan(settings(branch='595'), os_data('Ubuntu'), node,
+                            apt_answer(['linux-modules-nvidia-595-open-6.8.0-149-generic']), today=TODAY)
+    assert plan['remove'] == ['linux-modules-nvidia-580-open-6.8.0-149-generic', 'nvidia-headless-no-dkms-580-open',
+                              'nvidia-kernel-common-580', 'nvidia-utils-580']
+    assert not [p for p in plan['install'] if '580' in p]
 
 
 def test_version_pin_is_a_glob_on_the_versioned_packages():

@@ -90,6 +90,26 @@ def test_ubuntu2404_test_node_after_open_dkms_build(tree):
     assert facts['rke2']['present'] is False and facts['rke2']['role'] == ''
 
 
+def test_stack_packages_and_holds(tree):
+    # The captured dpkg-query answer, with two packages the driver role holds there marked "hi"
+    # (as apt-mark hold leaves them; the capture was taken before the role held them).
+    root = tree('ubuntu2404-node-580-open-dkms')
+    with open(os.path.join(root, 'commands', 'dpkg-query.out')) as handle:
+        lines = handle.read().splitlines()
+    held = ('nvidia-headless-580-open', 'nvidia-dkms-580-open')
+    answer = '\n'.join(('hi' + line[2:]) if line.split()[1:2] and line.split()[1] in held else line for line in lines)
+    facts = node_facts.gather(root, Recorded(root, {('dpkg-query',): (0, answer + '\n', '')}), no_binaries, 'x',
+                              sections=('driver',))
+    assert facts['driver_held_packages'] == sorted(held)
+    assert 'nvidia-dkms-580-open' in facts['driver_stack_packages']
+    assert 'libnvidia-compute-580' in facts['driver_stack_packages']
+    assert 'nvidia-firmware-580-580.178.04' in facts['driver_stack_packages']
+    assert not [p for p in facts['driver_stack_packages'] if not p.startswith(('nvidia-', 'libnvidia-'))]
+    # driver_packages keeps what it listed before: the unheld ones.
+    assert not [p for p in facts['driver_packages'] if p.split()[0] in held]
+    assert facts['driver_installed_branches'] == ['580']
+
+
 def test_ci_sandbox_without_nvidia(tree):
     root = tree('debian12-ci-sandbox')
     facts = node_facts.gather(root, Recorded(root), no_binaries, '6.18.44-fc-v669')

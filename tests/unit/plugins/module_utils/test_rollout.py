@@ -132,3 +132,66 @@ def test_gpu_pods():
 
 def test_gpu_pods_with_selector():
     assert [p['name'] for p in rollout.gpu_pods(PODS, {'app': 'train'})] == ['train-0']
+
+
+# ---- host_status: is a host done with the move to a branch? ----------------------------------------
+# Package names as dpkg lists them on the Ubuntu 24.04 test nodes (580 and 595 from noble-updates).
+
+ON_595 = {
+    'driver_installed_branches': ['595'],
+    'driver_stack_packages': ['libnvidia-compute-595', 'linux-modules-nvidia-595-open-6.8.0-90-generic',
+                              'linux-signatures-nvidia-6.8.0-90-generic', 'nvidia-container-toolkit',
+                              'nvidia-firmware-595-595.58.03', 'nvidia-headless-no-dkms-595-open', 'nvidia-utils-595'],
+    'driver_held_packages': ['linux-modules-nvidia-595-open-6.8.0-90-generic', 'nvidia-headless-no-dkms-595-open',
+                             'nvidia-utils-595'],
+    'driver_dkms_modules': [],
+}
+
+
+@pytest.mark.parametrize('name, branch', [
+    ('nvidia-utils-580', '580'), ('libnvidia-gl-595', '595'), ('nvidia-headless-no-dkms-580-open', '580'),
+    ('nvidia-firmware-580-580.178.04', '580'), ('linux-modules-nvidia-595-open-6.8.0-100-generic', '595'),
+    ('xserver-xorg-video-nvidia-580', '580'), ('nvidia-dkms-595-server-open', '595'),
+    ('linux-signatures-nvidia-6.8.0-100-generic', ''), ('nvidia-container-toolkit', ''), ('nvidia-driver', ''),
+    ('libnvidia-container1', ''), ('nvidia-kernel-common-580', '580'),
+])
+def test_package_branch(name, branch):
+    assert rollout.package_branch(name) == branch
+
+
+def test_host_on_the_target_and_held_is_done():
+    status = rollout.host_status(ON_595, {'state': 'done', 'to': '595'}, '595')
+    assert status == {'branch': '595', 'done': True, 'reasons': []}
+    assert rollout.host_status(ON_595, None, 595)['done']     # installed on day 1, no record
+
+
+def test_host_on_the_old_branch_is_pending():
+    facts = dict(ON_595, driver_installed_branches=['580'],
+                 driver_stack_packages=['nvidia-utils-580'], driver_held_packages=['nvidia-utils-580'])
+    status = rollout.host_status(facts, {}, '595')
+    assert not status['done'] and status['branch'] == '580'
+    assert status['reasons'][0] == 'installed branches: 580'
+
+
+@pytest.mark.parametrize('change, words', [
+    ({'driver_stack_packages': ON_595['driver_stack_packages'] + ['linux-modules-nvidia-580-open-6.8.0-90-generic']},
+     'packages of another branch: linux-modules-nvidia-580-open-6.8.0-90-generic'),
+    ({'driver_dkms_modules': [{'module': 'nvidia', 'version': '580.178.04', 'kernel': '6.8.0-90-generic',
+                               'arch': 'x86_64'}]}, 'DKMS builds of another branch: nvidia/580.178.04'),
+    ({'driver_held_packages': []}, 'no package of branch 595 is held'),
+    ({'driver_installed_branches': ['580', '595']}, 'installed branches: 580, 595'),
+])
+def test_host_with_leftovers_is_not_done(change, words):
+    status = rollout.host_status(dict(ON_595, **change), {'state': 'done', 'to': '595'}, '595')
+    assert not status['done'] and words in status['reasons']
+
+
+def test_holds_are_not_required_when_holding_is_off():
+    assert rollout.host_status(dict(ON_595, driver_held_packages=[]), {}, '595', hold=False)['done']
+
+
+@pytest.mark.parametrize('state', ['upgrading', 'failed'])
+def test_an_unfinished_upgrade_goes_through_again(state):
+    status = rollout.host_status(ON_595, {'state': state, 'to': '595', 'started': '2026-11-23T08:00:00.000001Z'}, '595')
+    assert not status['done']
+    assert status['reasons'] == ['its last upgrade (to 595, started 2026-11-23T08:00:00.000001Z) ended in state %s' % state]
