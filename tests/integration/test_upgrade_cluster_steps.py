@@ -91,7 +91,9 @@ def run(tmp_path, cluster, steps, extra=None):
         'children': {'baremetal_gpu_cluster_api': {'hosts': {'localhost': {'ansible_connection': 'local'}}}}}}
     variables = {'upgrade_driver_branch': '595', 'upgrade_kubeconfig': cluster.kubeconfig,
                  'upgrade_capacity_timeout': 5, 'upgrade_node_ready_timeout': 10, 'upgrade_gpu_pod_deletion_timeout': 10,
-                 'upgrade_drain_timeout': 10}
+                 'upgrade_drain_timeout': 10,
+                 # The failure step writes the node record: into the test's directory, never the machine's /var/lib.
+                 'upgrade_state_dir': str(tmp_path / 'state')}
     variables.update(extra or {})
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
     (tmp_path / 'vars.yml').write_text(yaml.safe_dump(variables))
