@@ -21,7 +21,9 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "unit", "plugins", "modules"))
 # pylint: disable=wrong-import-position
-from k8s_replay import JsonHandler, LocalServer, selector_matches, status, write_kubeconfig  # noqa: E402,F401
+from k8s_replay import JsonHandler, LocalServer, selector_matches, status, write_kubeconfig  # noqa: E402
+
+__all__ = ['ApiDouble', 'merge_patch', 'write_kubeconfig']
 
 CORE_RESOURCES = {
     'kind': 'APIResourceList', 'apiVersion': 'v1', 'groupVersion': 'v1',
@@ -159,4 +161,3 @@ class ApiDouble(LocalServer):
                 self._route('DELETE')
 
         return Handler
-
