@@ -121,7 +121,8 @@ def test_plan_refuses_a_bad_batch_size_before_anything(tmp_path, cluster):
     res = run(tmp_path, cluster, ['host_rollout_plan'], {'upgrade_host_rollout_plan': None, 'upgrade_batch_size': '0%'},
               args=['--skip-tags', 'nvidia_driver'])
     assert res.returncode != 0
-    assert 'upgrade_batch_size' in res.stdout and 'Host rollout plan | Refuse invalid batch knobs' in res.stdout
+    assert ('upgrade_batch_size must be a number of nodes (1 or more) or a percentage from 1% to 100% such as "25%", '
+            'got "0%"') in res.stdout
     assert [m for m, _p, _b in cluster.requests if m != 'GET'] == []
 
 
