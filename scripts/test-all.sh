@@ -71,49 +71,13 @@ fi
 if check "package cache for the test nodes" bash scripts/apt-cache.sh start; then
   trap 'bash scripts/apt-cache.sh stop' EXIT
 fi
-# Build the test-node images in the background while static checks run.
-bash scripts/build-images.sh >"$LOGS/images.log" 2>&1 &
-IMAGES_PID=$!
-
-# ---- static checks -------------------------------------------------------
-check "role docs and argument_specs in step" python3 scripts/role-docs.py --check
-check "yamllint" yamllint -s .
-check "ansible-lint (production profile)" ansible-lint --nocolor
-check "shellcheck" bash -c 'git ls-files -z --cached --others --exclude-standard -- "*.sh" .ci/run | xargs -0 shellcheck -x'
-check "changelog fragments lint" antsibull-changelog lint
-check "ansible-test sanity" bash scripts/ansible-test.sh sanity
-check "ansible-test units" bash scripts/ansible-test.sh units
 # ---- molecule scenarios --------------------------------------------------
-wait "$IMAGES_PID"
-cat "$LOGS/images.log"
+# The whole molecule stage (build or reuse the node images, then the scenarios in lanes) runs in the
+# background from the start; the static checks, the integration tests, the real charts and the build
+# run beside it in the foreground. The scenarios wait on the archives and on dpkg as much as on the
+# CPU, so the two overlap (measured: docs/benchmarks.md).
 image_status() { cat ".cache/images/$1.status" 2>/dev/null || echo "NOT RUN: image $1 was not built"; }
 
-scenarios=()
-for f in molecule/*/molecule.yml; do
-  s=$(basename "$(dirname "$f")")
-  if [[ -n ${ONLY_SCENARIOS:-} && " $ONLY_SCENARIOS " != *" $s "* ]]; then
-    record "molecule: $s" "NOT RUN" 0 "not in ONLY_SCENARIOS"; continue
-  fi
-  if [[ $s == cluster ]]; then
-    record "molecule: $s" "NOT RUN" 0 "needs a real Kubernetes cluster (KUBECONFIG); none can run here"
-    continue
-  fi
-  if [[ ${SKIP_MOLECULE:-0} == 1 ]]; then
-    record "molecule: $s" "NOT RUN" 0 "SKIP_MOLECULE=1"; continue
-  fi
-  reason=""
-  for node in debian12 debian13 ubuntu2204 ubuntu2404; do
-    if grep -q "baremetal-gpu-$node" "$f"; then
-      st=$(image_status "$node")
-      [[ $st == ok ]] || reason="$node node: $st"
-    fi
-  done
-  if [[ -n $reason ]]; then
-    record "molecule: $s" "NOT RUN" 0 "$reason"
-    continue
-  fi
-  scenarios+=("$s")
-done
 
 # Each scenario runs under a time limit (MOLECULE_TIMEOUT, default 1200 s; none needs more than
 # 15 minutes on an idle machine: docs/benchmarks.md). One that runs out of time FAILS: no retry (a
@@ -209,32 +173,69 @@ export RESULTS LOGS RUN_TAG
 podman images --format '{{.Repository}}:{{.Tag}}' | grep '^localhost/baremetal-gpu-converged-' \
   | xargs -r podman rmi -f >/dev/null 2>&1
 
-# Longest first (two lanes: the order decides the total), except that a scenario starting from
-# another's converged nodes waits for it: scripts/run-scenarios.py runs another scenario in the
-# meantime. Measured wall times on the 2-core machine are in docs/benchmarks.md; scenarios not
-# listed here run last, in name order.
-LONGEST_FIRST="nvidia_driver upgrade_driver uninstall container_toolkit nvidia_driver_mismatch nvidia_driver_switch rke2_nvidia_runtime gpu_nodes_batching preflight"
-ordered=()
-for s in $LONGEST_FIRST; do
-  for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done
-done
-for t in "${scenarios[@]}"; do
-  [[ " $LONGEST_FIRST " == *" $t "* ]] || ordered+=("$t")
-done
-deps=()
-for t in "${ordered[@]}"; do
-  p=$(producer_of "$t")
-  [[ -n $p ]] && deps+=("$t=$p")
-done
-# The molecule lanes run in the background while the integration tests, the real charts and the
-# build run beside them: the scenarios spend much of their time waiting for the archives (apt
-# downloads), the integration tests on the CPU, so the three overlap (measured: docs/benchmarks.md).
-MOLECULE_PID=""
-if ((${#ordered[@]})); then
-  python3 scripts/run-scenarios.py --jobs "${MOLECULE_JOBS:-2}" --deps "${deps[@]}" -- "${ordered[@]}" &
-  MOLECULE_PID=$!
-fi
+molecule_stage() {
+  bash scripts/build-images.sh >"$LOGS/images.log" 2>&1
+  cat "$LOGS/images.log"
+  scenarios=()
+  for f in molecule/*/molecule.yml; do
+    s=$(basename "$(dirname "$f")")
+    if [[ -n ${ONLY_SCENARIOS:-} && " $ONLY_SCENARIOS " != *" $s "* ]]; then
+      record "molecule: $s" "NOT RUN" 0 "not in ONLY_SCENARIOS"; continue
+    fi
+    if [[ $s == cluster ]]; then
+      record "molecule: $s" "NOT RUN" 0 "needs a real Kubernetes cluster (KUBECONFIG); none can run here"
+      continue
+    fi
+    if [[ ${SKIP_MOLECULE:-0} == 1 ]]; then
+      record "molecule: $s" "NOT RUN" 0 "SKIP_MOLECULE=1"; continue
+    fi
+    reason=""
+    for node in debian12 debian13 ubuntu2204 ubuntu2404; do
+      if grep -q "baremetal-gpu-$node" "$f"; then
+        st=$(image_status "$node")
+        [[ $st == ok ]] || reason="$node node: $st"
+      fi
+    done
+    if [[ -n $reason ]]; then
+      record "molecule: $s" "NOT RUN" 0 "$reason"
+      continue
+    fi
+    scenarios+=("$s")
+  done
 
+  # Longest first (two lanes: the order decides the total), except that a scenario starting from
+  # another's converged nodes waits for it: scripts/run-scenarios.py runs another scenario in the
+  # meantime. Measured wall times on the 2-core machine are in docs/benchmarks.md; scenarios not
+  # listed here run last, in name order.
+  LONGEST_FIRST="nvidia_driver upgrade_driver uninstall container_toolkit nvidia_driver_mismatch nvidia_driver_switch rke2_nvidia_runtime gpu_nodes_batching preflight"
+  ordered=()
+  for s in $LONGEST_FIRST; do
+    for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done
+  done
+  for t in "${scenarios[@]}"; do
+    [[ " $LONGEST_FIRST " == *" $t "* ]] || ordered+=("$t")
+  done
+  deps=()
+  for t in "${ordered[@]}"; do
+    p=$(producer_of "$t")
+    [[ -n $p ]] && deps+=("$t=$p")
+  done
+  if ((${#ordered[@]})); then
+    python3 scripts/run-scenarios.py --jobs "${MOLECULE_JOBS:-2}" --deps "${deps[@]}" -- "${ordered[@]}"
+  fi
+
+}
+molecule_stage &
+MOLECULE_PID=$!
+
+# ---- static checks -------------------------------------------------------
+check "role docs and argument_specs in step" python3 scripts/role-docs.py --check
+check "yamllint" yamllint -s .
+check "ansible-lint (production profile)" ansible-lint --nocolor
+check "shellcheck" bash -c 'git ls-files -z --cached --others --exclude-standard -- "*.sh" .ci/run | xargs -0 shellcheck -x'
+check "changelog fragments lint" antsibull-changelog lint
+check "ansible-test sanity" bash scripts/ansible-test.sh sanity
+check "ansible-test units" bash scripts/ansible-test.sh units
 # ---- controller-side tests, beside the molecule lanes ----------------------------------------
 check "integration (pytest)" python3 -m pytest -p no:cacheprovider -q tests/integration --ignore=tests/integration/test_charts.py
 # The real upstream charts (tests/integration/test_charts.py): tarballs from BAREMETAL_GPU_CHART_DIR,
