@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Judge a galaxy-importer run on this collection's tarball (called by scripts/check-galaxy.sh).
 
     galaxy-import-check.py IMPORTER_RESULT_JSON IMPORTER_LOG UNPACKED_COLLECTION FILTERS_JSON
