@@ -13,6 +13,8 @@
 # is not the lowest version tested here, so the claim and the test cannot drift apart.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/env.sh
+. scripts/env.sh
 LOWEST=2.17.14
 versions=("$@")
 (( ${#versions[@]} )) || versions=("$LOWEST")
@@ -40,8 +42,7 @@ for v in "${versions[@]}"; do
   # tasks are not run with it; molecule and the integration tests run with .venv's 2.19 only).
   t0=$(date +%s)
   for p in playbooks/*.yml; do
-    if ! out=$(ANSIBLE_COLLECTIONS_PATH=$PWD/.ansible/collections "$venv/bin/ansible-playbook" -i localhost, \
-        --syntax-check "$p" 2>&1); then
+    if ! out=$("$venv/bin/ansible-playbook" -i localhost, --syntax-check "$p" 2>&1); then
       echo "[core-range] ansible-core $v: ansible-playbook --syntax-check $p FAILED:"; echo "$out"; rc=1
     fi
   done
