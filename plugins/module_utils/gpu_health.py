@@ -467,3 +467,107 @@ def summarize(findings, smi_gpus, skip_checks=()):
     worst = [f for f in kept if f['severity'] == CRITICAL] or [f for f in kept if f['severity'] == WARNING]
     return {'verdict': verdict(kept), 'findings': kept, 'gpus': gpus, 'counts': counts,
             'reason': worst[0]['check'] if worst else ''}
+
+
+# ---- quarantine, release, remediation (decisions only; the maintenance engine applies them) -------------
+
+TAINT_KEY = 'baremetal.gpu/gpu-unhealthy'
+TAINT_EFFECT = 'NoSchedule'
+LABEL_KEY = 'baremetal.gpu/gpu-health'
+ANNOTATION_KEY = 'baremetal.gpu/gpu-health-findings'
+_LABEL_VALUE_RE = re.compile(r'[^A-Za-z0-9_.-]')
+
+
+def our_taint(taint):
+    """True for the taint this collection sets; every other taint is someone else's and is never touched."""
+    return isinstance(taint, dict) and taint.get('key') == TAINT_KEY
+
+
+def taint_for(reason):
+    """The quarantine taint for a node whose first critical check is ``reason`` (a valid label value)."""
+    value = _LABEL_VALUE_RE.sub('_', reason or 'unhealthy')[:63].strip('_.-') or 'unhealthy'
+    return {'key': TAINT_KEY, 'value': value, 'effect': TAINT_EFFECT}
+
+
+def quarantine_plan(nodes, max_quarantined):
+    """Which nodes to taint and which to release.
+
+    ``nodes``: {name: {'verdict': healthy|degraded|unhealthy|None (not checked), 'reason': check,
+    'taints': the node's spec.taints}}. Returns {'quarantine': [(name, taint)], 'release': [name],
+    'keep': [name], 'stop': bool, 'message': str, 'quarantined_after': int}:
+      - an unhealthy node without our taint is to be quarantined with taint_for(its reason);
+      - a node with our taint that is healthy now is released (only our taint is removed); degraded, unhealthy
+        or not checked, it stays quarantined;
+      - when the quarantined nodes would then exceed ``max_quarantined``, nothing is quarantined (stop=True) and
+        the message says why: that many failures at once is more likely a monitoring fault. Releases still go
+        ahead: they only return healthy nodes to service.
+    """
+    if max_quarantined < 1:
+        raise ValueError('max_quarantined must be at least 1, got %s' % max_quarantined)
+    quarantine, release, keep = [], [], []
+    for name in sorted(nodes):
+        node = nodes[name] or {}
+        ours = any(our_taint(t) for t in node.get('taints') or [])
+        state = node.get('verdict')
+        if ours:
+            (release if state == HEALTHY else keep).append(name)
+        elif state == UNHEALTHY:
+            quarantine.append((name, taint_for(node.get('reason'))))
+    after = len(keep) + len(quarantine)
+    stop = bool(quarantine) and after > max_quarantined
+    message = ''
+    if stop:
+        message = ('%d node(s) unhealthy now (%s) and %d already quarantined: %d would be quarantined, above '
+                   'gpu_health_max_quarantined=%d. Nothing was quarantined: that many GPU failures at once is more '
+                   'likely a monitoring or driver fault; check the report, then quarantine by hand or raise the '
+                   'limit.' % (len(quarantine), ', '.join(n for n, _t in quarantine), len(keep), after,
+                               max_quarantined))
+        quarantine = []
+    return {'quarantine': quarantine, 'release': release, 'keep': keep, 'stop': stop, 'message': message,
+            'quarantined_after': len(keep) + len(quarantine)}
+
+
+def remediation_plan(result):
+    """What to do on one node from its gpu_health result: {'step': none|reset_gpu|reboot, 'gpus': [index],
+    'commands': [[...]], 'manual': [finding], 'reasons': [str]}.
+
+    Each critical finding's action has a remediation in ACTION_POLICY: ``reset_gpu`` resets that GPU
+    (``nvidia-smi -r -i <index>``) when no process holds it, and needs a reboot when a process does, when the
+    process count is unknown, or when the finding names no GPU nvidia-smi lists; ``reboot`` reboots. Findings
+    without a remediation (CONTACT_SUPPORT, NVLink workflows, driver, fabric manager) are listed in ``manual``.
+    One reboot covers everything, so a reboot replaces any GPU reset.
+    """
+    processes = dict((g.get('index'), g.get('processes')) for g in result.get('gpus') or [])
+    resets, reasons, manual = [], [], []
+    reboot = False
+    for item in result.get('findings') or []:
+        if item.get('severity') != CRITICAL:
+            continue
+        remedy = ACTION_POLICY.get(item.get('action'), (CRITICAL, None))[1]
+        where = 'GPU %s' % item['gpu'] if item.get('gpu') is not None else (item.get('pci_bus_id') or 'node')
+        if remedy is None:
+            manual.append(item)
+        elif remedy == 'reboot':
+            reboot = True
+            reasons.append('%s: %s (%s) needs a reboot' % (where, item['check'], item['action']))
+        elif item.get('gpu') is None or item['gpu'] not in processes:
+            reboot = True
+            reasons.append('%s: %s (%s) names no GPU nvidia-smi lists; a reboot resets them all'
+                           % (where, item['check'], item['action']))
+        elif processes[item['gpu']] != 0:
+            reboot = True
+            reasons.append('%s: %s (%s) needs a GPU reset, but %s process(es) hold the GPU; a reboot instead'
+                           % (where, item['check'], item['action'],
+                              'an unknown number of' if processes[item['gpu']] is None else processes[item['gpu']]))
+        else:
+            if item['gpu'] not in resets:
+                resets.append(item['gpu'])
+            reasons.append('%s: %s (%s) needs a GPU reset; no process holds the GPU'
+                           % (where, item['check'], item['action']))
+    if reboot:
+        return {'step': 'reboot', 'gpus': [], 'commands': [], 'manual': manual, 'reasons': reasons}
+    if resets:
+        return {'step': 'reset_gpu', 'gpus': sorted(resets),
+                'commands': [['nvidia-smi', '-r', '-i', str(i)] for i in sorted(resets)], 'manual': manual,
+                'reasons': reasons}
+    return {'step': 'none', 'gpus': [], 'commands': [], 'manual': manual, 'reasons': reasons}

@@ -391,3 +391,87 @@ def test_summary_drops_skipped_checks_and_counts():
     assert summary['reason'] == 'pcie_link_width'
     assert summary['gpus'][0]['verdict'] == 'degraded'
     assert summary['gpus'][0]['processes'] == 2
+
+
+# ---- quarantine / release / remediation -----------------------------------------------------------
+
+CONTROL_PLANE = {'key': 'node-role.kubernetes.io/control-plane', 'effect': 'NoSchedule'}
+CORDONED = {'key': 'node.kubernetes.io/unschedulable', 'effect': 'NoSchedule'}
+
+
+def ours(value='xid'):
+    return {'key': 'baremetal.gpu/gpu-unhealthy', 'value': value, 'effect': 'NoSchedule'}
+
+
+def test_unhealthy_node_is_tainted_with_its_reason():
+    plan = gh.quarantine_plan({'gpu-1': {'verdict': 'unhealthy', 'reason': 'row_remap_pending', 'taints': [CORDONED]},
+                               'gpu-2': {'verdict': 'degraded', 'reason': 'pcie_link_width', 'taints': []},
+                               'gpu-3': {'verdict': 'healthy', 'reason': '', 'taints': [CONTROL_PLANE]}}, 1)
+    assert plan['quarantine'] == [('gpu-1', {'key': 'baremetal.gpu/gpu-unhealthy', 'value': 'row_remap_pending',
+                                             'effect': 'NoSchedule'})]
+    assert (plan['release'], plan['keep'], plan['stop'], plan['quarantined_after']) == ([], [], False, 1)
+
+
+def test_release_only_our_own_quarantine_when_healthy():
+    plan = gh.quarantine_plan({
+        'gpu-1': {'verdict': 'healthy', 'taints': [ours(), CONTROL_PLANE]},   # ours, healthy now: released
+        'gpu-2': {'verdict': 'healthy', 'taints': [CORDONED]},                # someone else's: untouched
+        'gpu-3': {'verdict': 'degraded', 'taints': [ours('fabric')]},         # ours, not healthy yet: kept
+        'gpu-4': {'verdict': None, 'taints': [ours()]},                       # not checked this run: kept
+    }, 2)
+    assert (plan['release'], plan['keep'], plan['quarantine']) == (['gpu-1'], ['gpu-3', 'gpu-4'], [])
+
+
+def test_never_more_than_the_budget_report_and_stop():
+    nodes = dict(('gpu-%d' % i, {'verdict': 'unhealthy', 'reason': 'xid', 'taints': []}) for i in range(1, 4))
+    nodes['gpu-9'] = {'verdict': 'healthy', 'taints': [ours()]}
+    plan = gh.quarantine_plan(nodes, 2)
+    assert plan['stop'] is True
+    assert plan['quarantine'] == []
+    assert plan['release'] == ['gpu-9']
+    assert plan['message'].startswith('3 node(s) unhealthy now (gpu-1, gpu-2, gpu-3) and 0 already quarantined: '
+                                      '3 would be quarantined, above gpu_health_max_quarantined=2.')
+
+
+def test_budget_counts_the_nodes_already_quarantined():
+    plan = gh.quarantine_plan({'gpu-1': {'verdict': 'unhealthy', 'taints': [ours()]},
+                               'gpu-2': {'verdict': 'unhealthy', 'reason': 'xid', 'taints': []}}, 1)
+    assert (plan['stop'], plan['keep'], plan['quarantine']) == (True, ['gpu-1'], [])
+    with pytest.raises(ValueError):
+        gh.quarantine_plan({}, 0)
+
+
+def node_result(name, change=None, log=None):
+    facts = parsed(name, change)
+    findings = gh.smi_findings(facts)
+    if log:
+        findings += gh.kernel_log_findings(gh.parse_kernel_log(klog(log)), facts['gpus'], 'dmesg')
+    return gh.summarize(findings, facts['gpus'])
+
+
+def test_remap_pending_on_an_idle_gpu_is_a_gpu_reset():
+    # the H100 capture has an empty <processes>; changed: remapped_row_pending No -> Yes
+    result = node_result(H100, (b'<remapped_row_pending>No', b'<remapped_row_pending>Yes'))
+    plan = gh.remediation_plan(result)
+    assert (plan['step'], plan['gpus'], plan['commands']) == ('reset_gpu', [0], [['nvidia-smi', '-r', '-i', '0']])
+
+
+def test_a_busy_gpu_is_rebooted_instead_of_reset():
+    # tesla_t4.xml lists 15 processes on its GPU; changed: pending_retirement No -> Yes
+    result = node_result('telegraf__tesla_t4.xml', (b'<pending_retirement>No', b'<pending_retirement>Yes'))
+    plan = gh.remediation_plan(result)
+    assert plan['step'] == 'reboot'
+    assert plan['reasons'] == ['GPU 0: retired_pages_pending (RESET_GPU) needs a GPU reset, but 15 process(es) '
+                               'hold the GPU; a reboot instead']
+
+
+def test_xid79_is_a_reboot_and_row_remap_failure_is_manual():
+    assert gh.remediation_plan(node_result(H100, log='modal-docs__xid79-fallen-off-the-bus.txt'))['step'] == 'reboot'
+    plan = gh.remediation_plan(node_result(H100, (b'<remapped_row_failure>No', b'<remapped_row_failure>Yes')))
+    assert plan['step'] == 'none'
+    assert [f['action'] for f in plan['manual']] == ['CONTACT_SUPPORT']
+
+
+def test_application_xids_need_nothing():
+    plan = gh.remediation_plan(node_result(H100, log='ml-engineering__xid63-row-remapper.txt'))
+    assert (plan['step'], plan['manual']) == ('none', [])
