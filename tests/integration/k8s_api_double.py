@@ -132,7 +132,7 @@ class ApiDouble(LocalServer):
                     return self._send(200, GROUPS)
                 if path == '/apis/coordination.k8s.io/v1':
                     return self._send(200, COORDINATION)
-                if parts[:5] == ['apis', 'coordination.k8s.io', 'v1', 'namespaces'] and len(parts) >= 6 \
+                if parts[:4] == ['apis', 'coordination.k8s.io', 'v1', 'namespaces'] and len(parts) >= 6 \
                         and parts[5] == 'leases':
                     return self._lease(method, parts[4], parts[6] if len(parts) > 6 else None, body)
                 if path == '/api/v1':
