@@ -27,7 +27,7 @@ def test_every_filter_is_registered():
     assert sorted(FILTERS) == ['apt_simulation', 'dkms_build_error', 'dkms_status', 'driver_desired_branch', 'driver_modules',
                                'driver_plan', 'driver_upgrade_target',
                                'gpg_primary_fingerprints', 'initramfs_contains', 'modinfo', 'nvidia_reboot_decision',
-                                   'nvidia_reboot_record_after']
+                               'nvidia_reboot_record_after']
 
 
 def test_apt_simulation_filter_adds_branches_and_changes():

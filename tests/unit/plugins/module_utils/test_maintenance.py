@@ -49,7 +49,7 @@ def facts(unit='rke2-server', enabled=True, present=True, loaded='580.178.04', i
 
 def node(facts_, api_node=None, config='', runtime=True, plan=None, apt=None):
     return maintenance.node(facts_, api_node, maintenance.reboot_reasons(facts_, plan, apt),
-                             maintenance.restart_reasons(config, runtime))
+                            maintenance.restart_reasons(config, runtime))
 
 
 def driver_plan(install, remove=(), pins=None, ok=True):
@@ -86,7 +86,7 @@ def test_driver_packages_to_change_or_remove_mean_a_reboot():
     policy = copy.deepcopy(POLICY)
     policy['nvidia-utils-580']['candidate'] = '580.200.01-0ubuntu0.24.04.1'
     got = maintenance.reboot_reasons(facts(), driver_plan(['nvidia-utils-580', 'nvidia-headless-no-dkms-580-open'],
-                                                           remove=['nvidia-dkms-580']), {'packages': policy})
+                                                          remove=['nvidia-dkms-580']), {'packages': policy})
     assert got == ['driver packages to change: nvidia-utils-580 580.178.04-0ubuntu0.24.04.1 -> 580.200.01-0ubuntu0.24.04.1',
                    'driver packages to remove: nvidia-dkms-580']
     # A pin the installed version already matches changes nothing; another one does.
@@ -213,9 +213,8 @@ def test_nothing_disruptive_runs_every_node_at_once():
 
 
 def test_outside_nodes_to_change_go_in_batches_of_their_own():
-    nodes = {'a1': info(), 'b1': dict(info(in_cluster=False), disruptive=True), 'b2': dict(info(in_cluster=False),
-                                                                                        disruptive=True),
-             'b3': info(in_cluster=False)}
+    busy = dict(info(in_cluster=False), disruptive=True)
+    nodes = {'a1': info(), 'b1': busy, 'b2': busy, 'b3': info(in_cluster=False)}
     got = maintenance.plan(1, '100%', ['a1', 'b1', 'b2', 'b3'], nodes)
     assert got['batches'] == [['b3', 'b1'], ['b2'], ['a1']]
 
