@@ -90,14 +90,14 @@ def ours(node):
     return any(labels.get(label) == 'upgrading' for label in STATE_LABELS)
 
 
-def unavailable(cluster_nodes, exclude=()):
+def unavailable(cluster_nodes, exclude=(), count_ours=False):
     """The Nodes of the cluster that are out of service now: unschedulable or NotReady, cluster-wide, whoever
-    took them out, except those this engine took out itself (``ours``) and those named in ``exclude``.
-    Returns a sorted list of {name, why}."""
+    took them out, except those named in ``exclude`` and, unless ``count_ours``, those this engine took out
+    itself (``ours``: the plan puts them back through a batch of their own). Returns a sorted list of {name, why}."""
     out = []
     for node in cluster_nodes or []:
         name = ((node.get('metadata') or {}).get('name')) or ''
-        if name in exclude or ours(node):
+        if name in exclude or (ours(node) and not count_ours):
             continue
         why = []
         if node_unschedulable(node):
@@ -410,6 +410,9 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
             servers.append(host)
         else:
             agents.append(host)
+    # The nodes a stopped run left out of service come back first (stable: inventory order otherwise).
+    servers.sort(key=lambda h: not (nodes.get(h) or {}).get('resume'))
+    agents.sort(key=lambda h: not (nodes.get(h) or {}).get('resume'))
     already = [n['name'] for n in unavailable(cluster_nodes)]
     batches = []
     if outside_busy:
@@ -451,10 +454,13 @@ def batch_gate(batch, host_nodes, disruptive, cluster_nodes, limit):
     ``host_nodes``: host -> Node name (or None outside the cluster). ``disruptive``: host -> bool. ``limit``: the
     plan's upgrade_max_unavailable in nodes. Nodes out of service cluster-wide (unschedulable or NotReady, taken out
     by anyone else) count against it; the disruptive hosts of the batch beyond the room left are deferred (the next
-    run takes them). Returns {go, defer, room, unavailable, message}.
+    run takes them). The plan puts the nodes a stopped run left out of service (``resume``) first, so that they
+    come back before the budget is spent on others. Returns {go, defer, room, unavailable, message}.
     """
     mine = set(n for n in (host_nodes.get(h) for h in batch) if n)
-    out_now = unavailable(cluster_nodes, exclude=mine)
+    # Every Node out of service outside this batch counts, a node labelled upgrading too: with the lock held it is
+    # out of service all the same (a crashed run of ours, or another run that lost its lock).
+    out_now = unavailable(cluster_nodes, exclude=mine, count_ours=True)
     room = limit - len(out_now)
     go, defer = [], []
     for host in batch:
@@ -473,14 +479,25 @@ def batch_gate(batch, host_nodes, disruptive, cluster_nodes, limit):
 
 # ---- the cluster-wide lock: a coordination.k8s.io/v1 Lease ---------------------------------------------
 
+RFC3339 = re.compile(r'^([0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]+)?([Zz]|[+-][0-9]{2}:?[0-9]{2})?$')
+
+
 def _parse_time(text):
-    text = str(text or '').strip()
-    for fmt in (TIME_FORMAT, '%Y-%m-%dT%H:%M:%SZ'):
-        try:
-            return datetime.strptime(text, fmt)
-        except ValueError:
-            continue
-    return None
+    """An RFC 3339 time as the API server or a client writes it (MicroTime '...T10:00:00.000000Z', '+00:00' from a
+    client's isoformat(), no fraction), as a naive UTC datetime; None when it is none of these."""
+    match = RFC3339.match(str(text or '').strip())
+    if not match:
+        return None
+    base = datetime.strptime(match.group(1).replace('t', 'T').replace(' ', 'T'), '%Y-%m-%dT%H:%M:%S')
+    fraction = match.group(2) or ''
+    if fraction:
+        base += timedelta(microseconds=int((fraction[1:] + '000000')[:6]))
+    zone = match.group(3) or 'Z'
+    if zone not in ('Z', 'z'):
+        sign = -1 if zone[0] == '-' else 1
+        digits = zone[1:].replace(':', '')
+        base -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+    return base
 
 
 def holder_identity(run_id, host, started):
@@ -540,3 +557,73 @@ def lease_release(current, identity):
            'spec': dict(current.get('spec') or {})}
     out['spec'].pop('holderIdentity', None)
     return out
+
+
+class LockConflict(Exception):
+    """A write of the lock refused because someone else wrote it since we read it (the API server's 409
+    Conflict on a stale resourceVersion, or 409 AlreadyExists on a create): someone else took it."""
+
+
+def lock_acquire(store, identity, duration, timeout, poll, now, clock, sleep, renew_only=False):
+    """Take (or renew) the lock held in ``store`` for ``identity``; wait up to ``timeout`` seconds while another
+    live run holds it; take over an expired one with a warning. Every write carries the resourceVersion that was
+    read: a 409 (``LockConflict``) means someone else took it in between, and the lock is read and decided again,
+    never overwritten. ``store``: get() -> object or None, create(obj), replace(obj) (both raise LockConflict).
+    ``now``/``clock``/``sleep``: the UTC time text, a monotonic clock, a sleep (injected for the tests).
+    ``renew_only``: the run must hold the lock already (a renewal per batch); anything else is a loss.
+    Returns {acquired, action, holder, waited, conflicts, warning, message, lease}."""
+    if timeout < 0:
+        raise ValueError('the lock timeout must be 0 or more seconds, got %r' % (timeout,))
+    start = clock()
+    conflicts = 0
+    last = None
+    while True:
+        current = store.get()
+        decision = lease_decision(current, identity, now())
+        waited = round(clock() - start, 1)
+        if renew_only and decision['action'] != 'renew':
+            holder = decision['holder'] or 'nobody'
+            return {'acquired': False, 'action': 'lost', 'holder': decision['holder'], 'waited': waited,
+                    'conflicts': conflicts, 'warning': '', 'lease': current,
+                    'message': 'this run (%s) no longer holds the maintenance lock: it is held by %s now. The rollout '
+                               'stops; nothing more is changed' % (identity, holder)}
+        if decision['action'] == 'wait':
+            last = decision
+            if waited >= timeout:
+                return {'acquired': False, 'action': 'wait', 'holder': decision['holder'], 'waited': waited,
+                        'conflicts': conflicts, 'warning': '', 'lease': current,
+                        'message': '%s; waited %s s for it (timeout %s s). Let that run finish, or raise the lock '
+                                   'timeout' % (decision['message'], waited, timeout)}
+            sleep(max(0.01, min(poll, timeout - waited)))
+            continue
+        body = lease_object(identity, now(), duration,
+                            namespace=((current or {}).get('metadata') or {}).get('namespace') or LEASE_NAMESPACE,
+                            name=((current or {}).get('metadata') or {}).get('name') or LEASE_NAME,
+                            current=current if decision['action'] != 'create' else None)
+        try:
+            written = store.create(body) if decision['action'] == 'create' else store.replace(body)
+        except LockConflict:
+            # Someone else wrote the lock since we read it: read it again and decide again.
+            conflicts += 1
+            continue
+        message = decision['message']
+        if last:
+            message = '%s (after waiting %s s: %s)' % (message, waited, last['message'])
+        return {'acquired': True, 'action': decision['action'], 'holder': identity, 'waited': waited,
+                'conflicts': conflicts, 'warning': decision['warning'], 'message': message, 'lease': written}
+
+
+def lock_release(store, identity):
+    """Release our hold of the lock (holderIdentity emptied, with the resourceVersion read). A lock held by someone
+    else, or written by someone else in between (409), is left alone. Returns {released, holder, message}."""
+    current = store.get()
+    body = lease_release(current, identity)
+    if body is None:
+        holder = ((current or {}).get('spec') or {}).get('holderIdentity') or ''
+        return {'released': False, 'holder': holder,
+                'message': 'the maintenance lock is not held by this run (%s): left alone' % (holder or 'nobody holds it')}
+    try:
+        store.replace(body)
+    except LockConflict:
+        return {'released': False, 'holder': '', 'message': 'someone else wrote the maintenance lock in between: left alone'}
+    return {'released': True, 'holder': '', 'message': 'released the maintenance lock (%s)' % identity}

@@ -102,7 +102,7 @@ def test_a_quiet_node_is_not_touched_and_its_disruption_is_held_back(tmp_path, c
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert [m for m, _p, _b in cluster.requests if m != 'GET'] == []
     assert not (tmp_path / 'state' / 'host-rollout.json').exists()
-    assert re.search(r'upgrade_host_rollout_hold_back\W{1,4}true', res.stdout), res.stdout[-3000:]
+    assert re.search(r'__baremetal_gpu_hold_back\W{1,4}true', res.stdout), res.stdout[-3000:]
 
 
 def test_plan_finds_the_node_through_the_api(tmp_path, cluster):

@@ -261,12 +261,23 @@ def test_the_gate_shrinks_a_batch_to_what_the_cluster_allows_now():
 
 
 def test_a_second_run_sees_the_first_runs_nodes_as_out():
-    # Two operators: the first run's node is cordoned and labelled upgrading, but by another run: for the second
-    # run's gate it is ours only by label, so the label of a live run must not hide it. The lock prevents this;
-    # the gate is the second line: a node out for any reason counts unless it is in this batch.
+    # Two operators: the first run's node is cordoned and labelled upgrading. The label must not hide it from the
+    # second run's gate: a node out of service for any reason counts unless it is in this batch.
     cluster = [api('a1', unschedulable=True, labels={'baremetal.gpu/driver-upgrade': 'upgrading'}), api('a2')]
     got = maintenance.batch_gate(['a2'], {'a2': 'a2'}, {'a2': True}, cluster, 1)
-    assert got['go'] == ['a2']          # ours by label: a resumed run of ours would take a1 back first
+    assert got['go'] == [] and got['defer'] == ['a2']
+    assert got['unavailable'] == [{'name': 'a1', 'why': 'unschedulable'}]
+    # In the batch itself (a resume of our own) it does not count.
+    assert maintenance.batch_gate(['a1', 'a2'], {'a1': 'a1', 'a2': 'a2'}, {'a1': True, 'a2': True}, cluster, 1)['go'] \
+        == ['a1']
+
+
+def test_the_plan_puts_the_nodes_a_stopped_run_left_out_first():
+    nodes = {'a1': {'in_cluster': True, 'role': 'agent', 'disruptive': True, 'resume': []},
+             'a2': {'in_cluster': True, 'role': 'agent', 'disruptive': True, 'resume': []},
+             'a3': {'in_cluster': True, 'role': 'agent', 'disruptive': True, 'resume': ['left cordoned']}}
+    got = maintenance.plan(1, 1, ['a1', 'a2', 'a3'], nodes, [api('a1'), api('a2'), api('a3')])
+    assert got['batches'] == [['a3'], ['a1'], ['a2']]
 
 
 # ---- which Node an inventory host is ------------------------------------------------------------------
@@ -314,6 +325,169 @@ def test_lease_decisions():
     assert 'holderIdentity' not in released['spec']
     assert maintenance.lease_decision(released, other, now)['action'] == 'take'
     assert maintenance.lease_release(mine, other) is None
+
+
+class FakeStore(object):
+    """A lock store answering like the API server: every write bumps resourceVersion; a create of an existing object
+    or a replace carrying a stale resourceVersion raises LockConflict (409). ``race``: objects another run writes
+    just before our next write (between our read and our write)."""
+
+    def __init__(self, current=None):
+        self.obj = copy.deepcopy(current)
+        self.version = 10
+        self.race = []
+        self.writes = []
+
+    def get(self):
+        return copy.deepcopy(self.obj)
+
+    def _store(self, obj):
+        self.version += 1
+        self.obj = copy.deepcopy(obj)
+        self.obj['metadata']['resourceVersion'] = str(self.version)
+        return copy.deepcopy(self.obj)
+
+    def _raced(self):
+        if self.race:
+            self._store(self.race.pop(0))
+
+    def create(self, obj):
+        self._raced()
+        if self.obj is not None:
+            raise maintenance.LockConflict('AlreadyExists')
+        self.writes.append(('create', obj))
+        return self._store(obj)
+
+    def replace(self, obj):
+        self._raced()
+        if self.obj is None or obj['metadata'].get('resourceVersion') != self.obj['metadata']['resourceVersion']:
+            raise maintenance.LockConflict('Conflict')
+        self.writes.append(('replace', obj))
+        return self._store(obj)
+
+
+class Clock(object):
+    def __init__(self, start='2026-11-24T10:00:00.000000Z'):
+        self.t = 0.0
+        self.start = maintenance._parse_time(start)
+
+    def now(self):
+        return (self.start + maintenance.timedelta(seconds=self.t)).strftime(maintenance.TIME_FORMAT)
+
+    def clock(self):
+        return self.t
+
+    def sleep(self, seconds):
+        self.t += seconds
+
+
+ME = 'run-2@ctl-b@2026-11-24T10:00:00.000000Z'
+OTHER = 'run-1@ctl-a@2026-11-24T09:59:00.000000Z'
+
+
+def acquire(store, clock, timeout=30, duration=60, renew_only=False):
+    return maintenance.lock_acquire(store, ME, duration, timeout, 5, clock.now, clock.clock, clock.sleep,
+                                    renew_only=renew_only)
+
+
+def test_lock_is_created_then_renewed_then_released():
+    store, clock = FakeStore(), Clock()
+    got = acquire(store, clock)
+    assert got['acquired'] and got['action'] == 'create' and got['waited'] == 0
+    assert store.obj['spec']['holderIdentity'] == ME and store.obj['spec']['leaseDurationSeconds'] == 60
+    clock.sleep(20)
+    renewed = acquire(store, clock, renew_only=True)
+    assert renewed['action'] == 'renew' and store.obj['spec']['renewTime'] == '2026-11-24T10:00:20.000000Z'
+    assert store.writes[-1][1]['metadata']['resourceVersion'] == '11'     # the version read, never blind
+    assert maintenance.lock_release(store, ME)['released'] is True
+    assert 'holderIdentity' not in store.obj['spec']
+
+
+def test_lock_held_by_a_live_run_waits_then_fails_naming_the_holder():
+    held = maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600)
+    store, clock = FakeStore(held), Clock()
+    store.obj['metadata']['resourceVersion'] = '10'
+    got = acquire(store, clock, timeout=30)
+    assert not got['acquired'] and got['action'] == 'wait' and got['holder'] == OTHER
+    assert got['waited'] == 30
+    assert got['message'].startswith('the maintenance lock is held by %s until 2026-11-24T10:10:00.000000Z; waited 30'
+                                     % OTHER)
+    assert store.writes == []
+
+
+def test_lock_is_taken_once_the_holder_releases_it_during_the_wait():
+    held = maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600)
+    store, clock = FakeStore(held), Clock()
+    store.obj['metadata']['resourceVersion'] = '10'
+    real_sleep = clock.sleep
+
+    def sleep(seconds):
+        real_sleep(seconds)
+        if clock.t >= 15 and store.obj['spec'].get('holderIdentity'):
+            store._store(maintenance.lease_release(store.obj, OTHER))
+    clock.sleep = sleep
+    got = acquire(store, clock, timeout=60)
+    assert got['acquired'] and got['action'] == 'take' and got['waited'] == 15
+    assert 'after waiting 15' in got['message'] and OTHER in got['message']
+    assert store.obj['spec']['holderIdentity'] == ME and store.obj['spec']['leaseTransitions'] == 1
+
+
+def test_expired_lock_is_taken_over_with_a_warning():
+    held = maintenance.lease_object(OTHER, '2026-11-24T09:00:00.000000Z', 60)
+    store, clock = FakeStore(held), Clock()
+    store.obj['metadata']['resourceVersion'] = '10'
+    got = acquire(store, clock, timeout=0)
+    assert got['acquired'] and got['action'] == 'take_over'
+    assert 'expired' in got['warning'] and OTHER in got['warning']
+
+
+def test_a_409_is_someone_else_taking_it_never_an_overwrite():
+    # Both runs read "no lock"; the other one creates it first: our create is refused (AlreadyExists), we read
+    # again, see its live hold and wait; its hold is never overwritten.
+    store, clock = FakeStore(), Clock()
+    store.race.append(maintenance.lease_object(OTHER, clock.now(), 600))
+    got = acquire(store, clock, timeout=10)
+    assert not got['acquired'] and got['holder'] == OTHER and got['conflicts'] == 1
+    assert store.obj['spec']['holderIdentity'] == OTHER and store.writes == []
+    # The same on a take-over: the other run renews its expired lease between our read and our write (409 Conflict).
+    old = maintenance.lease_object(OTHER, '2026-11-24T09:00:00.000000Z', 60)
+    store, clock = FakeStore(old), Clock()
+    store.obj['metadata']['resourceVersion'] = '10'
+    store.race.append(maintenance.lease_object(OTHER, clock.now(), 600, current=store.obj))
+    got = acquire(store, clock, timeout=0)
+    assert not got['acquired'] and got['conflicts'] == 1 and store.obj['spec']['holderIdentity'] == OTHER
+
+
+def test_renew_only_fails_when_the_lock_was_lost():
+    store, clock = FakeStore(maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600)), Clock()
+    store.obj['metadata']['resourceVersion'] = '10'
+    got = acquire(store, clock, renew_only=True)
+    assert not got['acquired'] and got['action'] == 'lost' and OTHER in got['message']
+
+
+def test_release_leaves_another_runs_lock_alone():
+    store = FakeStore(maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600))
+    store.obj['metadata']['resourceVersion'] = '10'
+    got = maintenance.lock_release(store, ME)
+    assert got == {'released': False, 'holder': OTHER,
+                   'message': 'the maintenance lock is not held by this run (%s): left alone' % OTHER}
+    assert store.obj['spec']['holderIdentity'] == OTHER
+
+
+def test_lease_times_as_clients_write_them():
+    # The kubernetes client writes a MicroTime with isoformat() ('+00:00'); the API server answers with 'Z'.
+    for text in ('2026-11-24T10:00:00.000000Z', '2026-11-24T10:00:00+00:00', '2026-11-24T10:00:00.000000+00:00',
+                 '2026-11-24T11:00:00+01:00', '2026-11-24T10:00:00Z'):
+        assert maintenance._parse_time(text) == maintenance.datetime(2026, 11, 24, 10, 0, 0), text
+    assert maintenance._parse_time('2026-11-24T10:00:00.5Z').microsecond == 500000
+    assert maintenance._parse_time('yesterday') is None
+    held = maintenance.lease_object(OTHER, '2026-11-24T10:00:00.962224+00:00', 600)
+    assert maintenance.lease_decision(held, ME, '2026-11-24T10:05:00.000000Z')['action'] == 'wait'
+
+
+def test_lock_timeout_below_zero_is_refused():
+    with pytest.raises(ValueError, match='0 or more'):
+        acquire(FakeStore(), Clock(), timeout=-1)
 
 
 @pytest.mark.parametrize('batch, limit, words', [
