@@ -14,17 +14,22 @@ from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance
 
 def maintenance_node(facts, api_node=None, generated_config='', runtime_binary_present=True,
                      driver_plan=None, apt=None, generated_path='config.toml', run_tags=None, skip_tags=None,
-                     label=maintenance.HOST_ROLLOUT_LABEL):
+                     label=maintenance.HOST_ROLLOUT_LABEL, pending_restart=None):
     facts = dict(facts or {})
     reboot = (maintenance.reboot_reasons(facts, driver_plan or None, apt or None)
               if maintenance.role_runs('nvidia_driver', run_tags, skip_tags) else [])
-    restart = (maintenance.restart_reasons(generated_config, bool(runtime_binary_present), generated_path)
+    restart = (maintenance.restart_reasons(generated_config, bool(runtime_binary_present), generated_path,
+                                           pending_restart or None)
                if maintenance.role_runs('rke2_nvidia_runtime', run_tags, skip_tags) else [])
     return maintenance.node(facts, api_node or None, reboot, restart, label)
 
 
 def maintenance_upgrade_node(facts, api_node=None, status=None):
     return maintenance.upgrade_node(dict(facts or {}), api_node or None, dict(status or {}))
+
+
+def maintenance_uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None):
+    return maintenance.uninstall_node(dict(facts or {}), api_node or None, bool(runtime_present), list(rke2_files or []))
 
 
 def maintenance_plan(hosts, batch_size, max_unavailable, nodes, cluster_nodes=None, what='changed'):
@@ -71,6 +76,7 @@ class FilterModule(object):
         return {
             'maintenance_node': maintenance_node,
             'maintenance_upgrade_node': maintenance_upgrade_node,
+            'maintenance_uninstall_node': maintenance_uninstall_node,
             'maintenance_plan': maintenance_plan,
             'maintenance_gate': maintenance_gate,
             'maintenance_node_name': maintenance_node_name,

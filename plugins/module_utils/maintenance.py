@@ -309,13 +309,18 @@ def _package_reasons(driver_plan, packages):
     return reasons
 
 
-def restart_reasons(generated_config, runtime_binary_present, generated_path='config.toml'):
+def restart_reasons(generated_config, runtime_binary_present, generated_path='config.toml', pending=None):
     """The reasons rke2_nvidia_runtime would restart RKE2 that are known before anything changes.
 
     ``generated_config``: the text of RKE2's generated containerd config.toml ('' or None when the
     file is not there). ``runtime_binary_present``: whether the NVIDIA container runtime is installed.
+    ``pending``: the restart an earlier run recorded before its configuration change and did not do (it was
+    killed or held back): rke2_nvidia_runtime's restart-pending.json, {reasons, unit, recorded}, or None.
     """
     reasons = []
+    if pending:
+        reasons.append('an RKE2 restart recorded at %s is still pending (%s)' % (
+            pending.get('recorded') or '?', ', '.join(pending.get('reasons') or []) or 'no reason recorded'))
     if not runtime_binary_present:
         reasons.append('the NVIDIA container runtime is not installed yet (the toolkit install restarts RKE2)')
     if not RUNTIME_OPTIONS.search(generated_config or ''):
@@ -361,6 +366,29 @@ def node(facts, api_node=None, reboot=None, restart=None, label=HOST_ROLLOUT_LAB
     return {'in_cluster': in_cluster, 'why': why, 'role': role if in_cluster else '', 'unit': unit,
             'reboot': reboot, 'restart': restart, 'resume': resume,
             'disruptive': in_cluster and bool(reboot or restart or resume)}
+
+
+def uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None):
+    """One host of the uninstall (playbooks/uninstall.yml's host part): what taking the host layer off disrupts.
+
+    Purging the driver takes the userland of running GPU pods away, removing the NVIDIA container runtime breaks
+    every container that uses it, and taking RKE2's template off restarts RKE2: on a node of a cluster each is done
+    out of service (cordon, GPU pods deleted, drain), in a batch. ``facts``: ansible_facts['gpu_node'] (driver and
+    rke2 subsets); ``runtime_present``: the NVIDIA container runtime binary exists; ``rke2_files``: the files of
+    rke2_nvidia_runtime found on the node. Same shape as node(): in_cluster, why, role, unit, reboot (empty: the
+    uninstall never reboots), restart, reasons, resume, disruptive."""
+    facts = facts or {}
+    reasons = []
+    versions = list(facts.get('driver_installed_versions') or [])
+    if versions:
+        reasons.append('driver %s to purge' % ', '.join(versions))
+    if runtime_present:
+        reasons.append('the NVIDIA container runtime to remove')
+    restart = ['%s to remove (RKE2 restarts)' % ', '.join(rke2_files)] if rke2_files else []
+    base = node(facts, api_node, [], restart, label=UNINSTALL_LABEL)
+    base['reasons'] = reasons + restart
+    base['disruptive'] = bool(base['in_cluster'] and (reasons or base['restart'] or base['resume']))
+    return base
 
 
 def upgrade_node(facts, api_node, status):

@@ -328,3 +328,69 @@ def test_without_a_cluster_api_a_lock_file_on_the_node(tmp_path, cluster):
     assert 'holderIdentity' not in record['spec'] and oct(lock_file.stat().st_mode & 0o777) == '0o644'
     # No API was asked anything.
     assert [c for c in cluster.calls()] == []
+
+
+UNINSTALL_PLAY = """---
+- name: The uninstall's host part, cluster steps (playbooks/uninstall.yml's batched play without the roles)
+  hosts: maint
+  gather_facts: false
+  vars:
+    __upgrade_plan_fact: upgrade_uninstall_plan
+    __upgrade_host_rollout_plan_fact: upgrade_uninstall_plan
+    __upgrade_host_rollout_label_name: baremetal.gpu/uninstall
+  tasks:
+    - name: Step {{ item }}
+      ansible.builtin.include_role:
+        name: baremetal.gpu.upgrade
+        tasks_from: "{{ item }}"
+      loop: "{{ steps }}"
+"""
+
+
+def test_the_uninstall_takes_a_node_of_a_cluster_out_of_service_and_back(tmp_path, cluster):
+    # What maintenance_uninstall_node says of an RKE2 agent with a driver and the runtime to take off.
+    disruptive = {'in_cluster': True, 'why': 'rke2-agent is enabled', 'role': 'agent', 'unit': 'rke2-agent', 'reboot': [],
+                  'restart': [], 'resume': [], 'disruptive': True,
+                  'reasons': ['driver 580.105.08 to purge', 'the NVIDIA container runtime to remove']}
+    cluster.add_node(node_named('n-gpu-a'))
+    train = {'apiVersion': 'v1', 'kind': 'Pod',
+             'metadata': {'name': 'train-0', 'namespace': 'ml', 'labels': {'app': 'train'}},
+             'spec': {'nodeName': 'n-gpu-a', 'containers': [{'name': 'main', 'image': 'registry.example/train:1',
+                                                             'resources': {'limits': {'nvidia.com/gpu': '1'}}}]},
+             'status': {'phase': 'Running'}}
+    cluster.add_pod(train)
+    extra = {'upgrade_uninstall_plan': {'nodes': {'gpu-a': disruptive}, 'noop': False, 'order': ['gpu-a']},
+             'steps': ['host_rollout_enter']}
+    rc, out = finish(start(tmp_path, 'enter', cluster, ['gpu-a'], UNINSTALL_PLAY, extra))
+    assert rc == 0, out[-4000:]
+    node = cluster.nodes['n-gpu-a']
+    assert node['metadata']['labels']['baremetal.gpu/uninstall'] == 'upgrading'
+    assert node['spec']['unschedulable'] is True
+    assert node['metadata']['annotations'][REASON] == 'driver 580.105.08 to purge; the NVIDIA container runtime to remove'
+    assert ('ml', 'train-0') not in cluster.pods                     # the GPU pod is gone before the purge
+    record = json.loads((tmp_path / 'enter' / 'state' / 'uninstall.json').read_text())
+    assert record['state'] == 'upgrading' and record['reasons'] == disruptive['reasons']
+    # The host layer is off: the node advertises no GPU any more. Leave waits for Ready only, then uncordons.
+    node['status']['capacity'].pop('nvidia.com/gpu', None)
+    node['status']['allocatable'].pop('nvidia.com/gpu', None)
+    extra['steps'] = ['host_rollout_enter', 'host_rollout_leave']
+    rc, out = finish(start(tmp_path, 'leave', cluster, ['gpu-a'], UNINSTALL_PLAY, extra))
+    assert rc == 0, out[-4000:]
+    node = cluster.nodes['n-gpu-a']
+    assert node['metadata']['labels']['baremetal.gpu/uninstall'] == 'done'
+    assert not node['spec'].get('unschedulable')
+    assert REASON not in node['metadata'].get('annotations', {})
+
+
+def test_the_uninstall_plan_reads_the_cluster_and_refuses_bad_knobs(tmp_path, cluster):
+    cluster.add_node(node_named('n-gpu-a'))
+    extra = {'steps': ['uninstall_plan'], 'upgrade_uninstall_plan': None}
+    extra = dict((k, v) for k, v in extra.items() if v is not None)
+    rc, out = finish(start(tmp_path, 'plan', cluster, ['gpu-a'], UNINSTALL_PLAY, extra))
+    assert rc == 0, out[-4000:]
+    # This machine has no driver, no runtime and no RKE2: mapped through the API, nothing to take off.
+    assert 'gpu-a: in a cluster (the cluster API lists Node n-gpu-a); nothing to take off' in out, out[-3000:]
+    assert 'nothing disruptive to do' in out
+    assert [m for m, _p, _b in cluster.requests if m != 'GET'] == []
+    rc, out = finish(start(tmp_path, 'bad', cluster, ['gpu-a'], UNINSTALL_PLAY, dict(extra, upgrade_lock_timeout=-5)))
+    assert rc != 0 and 'upgrade_lock_timeout must be 0 (do not wait) or more seconds, got "-5"' in out

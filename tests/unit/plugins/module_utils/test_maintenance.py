@@ -500,3 +500,44 @@ def test_lock_timeout_below_zero_is_refused():
 def test_bad_knobs_are_refused_naming_the_variable(batch, limit, words):
     with pytest.raises(ValueError, match=re.escape(words)):
         maintenance.plan(batch, limit, ['a'], {'a': info(in_cluster=False)})
+
+
+# ---- the uninstall's host part ---------------------------------------------------------------------------
+
+def test_the_uninstall_disrupts_a_node_of_a_cluster_with_something_to_take_off():
+    agent = facts(unit='rke2-agent')
+    got = maintenance.uninstall_node(agent, None, True, ['/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl'])
+    assert got['disruptive'] and got['in_cluster'] and got['role'] == 'agent' and got['reboot'] == []
+    assert got['reasons'] == ['driver 580.178.04 to purge', 'the NVIDIA container runtime to remove',
+                              '/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl to remove (RKE2 restarts)']
+    # Nothing left to take off (a rerun after the uninstall): quiet, no cordon.
+    bare = facts(unit='rke2-agent', installed=(), loaded='')
+    assert not maintenance.uninstall_node(bare, None, False, [])['disruptive']
+    # A node outside a cluster is never disruptive (nothing to cordon), whatever it holds.
+    outside = facts(unit='', present=False)
+    got = maintenance.uninstall_node(outside, None, True, [])
+    assert not got['in_cluster'] and not got['disruptive'] and got['reasons']
+    # A node the last uninstall left cordoned is resumed even with nothing left to take off.
+    left = api('nori', unschedulable=True, labels={maintenance.UNINSTALL_LABEL: 'upgrading'})
+    got = maintenance.uninstall_node(bare, left, False, [])
+    assert got['disruptive'] and got['resume']
+
+
+def test_the_uninstall_plan_takes_servers_one_at_a_time():
+    hosts = ['s1', 's2', 'a1', 'a2', 'a3']
+    nodes = dict((h, maintenance.uninstall_node(facts(unit='rke2-server' if h[0] == 's' else 'rke2-agent'), None, True, []))
+                 for h in hosts)
+    got = maintenance.plan(2, '100%', hosts, nodes, [api(h) for h in hosts], what='taken off the host layer')
+    assert got['batches'] == [['s1'], ['s2'], ['a1', 'a2'], ['a3']]
+
+
+def test_a_pending_rke2_restart_recorded_by_a_killed_run_makes_the_node_disruptive():
+    # The generated config already has the runtime and the binary is there: only the record says a restart is owed.
+    pending = {'reasons': ['the containerd template changes'], 'unit': 'rke2-agent',
+               'recorded': '2026-11-24T10:00:00.000000Z'}
+    reasons = maintenance.restart_reasons(AFTER, True, 'config.toml', pending)
+    assert reasons == ['an RKE2 restart recorded at 2026-11-24T10:00:00.000000Z is still pending '
+                       '(the containerd template changes)']
+    assert maintenance.restart_reasons(AFTER, True, 'config.toml', None) == []
+    got = maintenance.node(facts(unit='rke2-agent', installed=('580.178.04',)), None, [], reasons)
+    assert got['disruptive'] and got['restart'] == reasons
