@@ -189,7 +189,7 @@ lease:
 import time
 from datetime import datetime
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.baremetal.gpu.plugins.module_utils.lock_store import FileStore, LeaseStore
@@ -204,6 +204,7 @@ from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import (
 )
 from ansible_collections.baremetal.gpu.plugins.module_utils.node_reader import (
     KUBERNETES_IMPORT_ERROR,
+    KubeModule,
     K8S_CONFIG,
     K8sConnectionError,
     guarded,
@@ -280,7 +281,7 @@ def run(module, store):
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = KubeModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
     module.no_log_values.update(kubeconfig_secrets(params['kubeconfig']))
     for option in ('timeout', 'lease_duration', 'request_timeout'):
