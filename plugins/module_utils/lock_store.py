@@ -133,4 +133,3 @@ class FileStore(object):
         if current is None or str(stored) != str(wanted):
             raise LockConflict('the lock file %s changed since it was read' % self.path)
         return self._write(obj, int(stored or 0) + 1)
-

@@ -16,7 +16,7 @@ description:
   - The lock that lets one run at a time take GPU nodes out of service, whoever started it (a second operator, a
     second AWX job slice), as kured's lock does for reboots.
   - With O(backend=lease), a C(coordination.k8s.io/v1) Lease (O(namespace)/O(name)) whose C(holderIdentity) is
-    O(holder) (the run id, the host running Ansible and the start time). Without a cluster, O(backend=file): the
+    O(holder) (the run id, the host running Ansible and the start time). Without a cluster, O(backend=file) keeps the
     same object in a JSON file on the node (O(path)), locked with C(flock) while it is read and written.
   - O(state=present) takes the lock, or renews it when this run holds it already. While another run holds it and
     its lease has not expired, the module waits, polling every O(poll_interval) seconds for up to O(timeout)

@@ -327,7 +327,7 @@ def test_without_a_cluster_api_a_lock_file_on_the_node(tmp_path, cluster):
     record = json.loads(lock_file.read_text())
     assert 'holderIdentity' not in record['spec'] and oct(lock_file.stat().st_mode & 0o777) == '0o644'
     # No API was asked anything.
-    assert [c for c in cluster.calls()] == []
+    assert cluster.calls() == []
 
 
 UNINSTALL_PLAY = """---

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Kill tests of the maintenance engine (issue 18): run a playbook, kill -9 its whole process group when a chosen
 task starts (plus a delay, to land inside the task), run again, and so on; print every point so a failure can be
 replayed with the same seed.
@@ -101,8 +100,8 @@ def main():
     print('KILL SEED %d: %d points (replay: KILL_SEED=%d molecule test -s maintenance_kill)' % (
         args.seed, len(points), args.seed))
     for n, i in enumerate(points, 1):
-        print('  point %d: %s (%s, at "%s" + %d s)' % (n, CANDIDATES[i][1], CANDIDATES[i][0], CANDIDATES[i][2],
-                                                        CANDIDATES[i][3]))
+        playbook, what, marker, delay = CANDIDATES[i]
+        print('  point %d: %s (%s, at "%s" + %d s)' % (n, what, playbook, marker, delay))
     sys.stdout.flush()
     env = dict(os.environ, ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
     log = {'seed': args.seed, 'points': []}
@@ -115,8 +114,8 @@ def main():
         entry = {'point': n, 'playbook': playbook, 'what': what, 'marker': marker, 'delay': delay,
                  'killed': killed, 'rc': rc, 'seconds': seconds}
         log['points'].append(entry)
-        print('RUN %d: %s after %s s (rc %s)' % (n, 'KILLED at ' + what if killed else 'NOT KILLED: the point was not '
-                                                 'reached, the run ended', seconds, rc))
+        outcome = ('KILLED at ' + what) if killed else 'NOT KILLED: the point was not reached, the run ended'
+        print('RUN %d: %s after %s s (rc %s)' % (n, outcome, seconds, rc))
         # A run that was not killed must not have failed: that would be a failure of the rerun after a kill.
         if not killed and rc != 0:
             print('RUN %d FAILED without a kill: the rerun after the previous kill does not converge.\n%s' % (n, tail))
