@@ -123,8 +123,70 @@ def pci(root, lspci_text=None):
             gpu.update({'generation': 'unknown', 'family': 'unknown', 'open_supported': None,
                         'open_required': None, 'proprietary_supported': None})
         gpus.append(gpu)
+    switches, others = nvswitches(functions)
+    kind, note = system_kind(gpus, switches)
     return {'gpus': gpus, 'nvidia_pci_devices': [f['address'] for f in functions], 'nvidia_pci_functions': functions,
-            'pci_source': source}
+            'pci_source': source, 'nvswitches': switches, 'nvidia_other_bridges': others, 'system_kind': kind,
+            'system_kind_note': note}
+
+
+# ---- NVSwitch and the system kind ---------------------------------------------------------------
+#
+# An NVSwitch is an NVIDIA PCI function of class 0x0680 ("Bridge", other), but so are the Ethernet
+# controllers of NVIDIA's nForce chipsets (MCP51 10de:0269, MCP61 10de:03ef: tests/fixtures/lspci). A
+# function counts as an NVSwitch only by its device ID or by its name ("... NVSwitch", from pci.ids
+# through lspci). Device IDs: 22a3 GH100 [H100 NVSwitch] (HGX H100/H200, seen in
+# tests/fixtures/lspci/hgx-h100-rhel94-lspci-Dnn.txt), 1af1 GA100 [A100 NVSwitch] (HGX A100), 1ac2 the
+# first NVSwitch (HGX-2, V100; pci.ids, not seen in a capture here). HGX B200/B300 (NVSwitch gen 4) are
+# NOT found this way: NVIDIA's Fabric Manager guide says their NVSwitches are not PCIe devices on the host
+# (the host sees ConnectX-7 bridge functions; their fabric needs the NVLink subnet manager besides
+# Fabric Manager); GB200/GB300 NVL72 compute trays run no Fabric Manager (IMEX instead).
+NVSWITCH_DEVICE_IDS = {'0x1ac2': 'NVSwitch (HGX-2, V100)', '0x1af1': 'A100 NVSwitch (HGX A100)',
+                       '0x22a3': 'H100 NVSwitch (HGX H100/H200)'}
+NVSWITCH_NAME = re.compile(r'\bNVSwitch\b', re.I)
+BRIDGE_OTHER_CLASS = '0x0680'
+
+
+def nvswitches(functions):
+    """Split the NVIDIA PCI functions of class 0x0680: NVSwitches (by device ID or name) and the others.
+
+    ``functions`` are dicts with address, device, class and name (pci()'s nvidia_pci_functions).
+    Returns (switches, others): each switch gets ``model`` (the known name, else lspci's); ``others``
+    are the 0x0680 functions that are not known NVSwitches (nForce Ethernet, or an NVSwitch this
+    list does not know and lspci could not name): reported, never counted as NVSwitches.
+    """
+    switches, others = [], []
+    for function in functions:
+        if not (function.get('class') or '').startswith(BRIDGE_OTHER_CLASS):
+            continue
+        device = (function.get('device') or '').lower()
+        name = function.get('name') or ''
+        if device in NVSWITCH_DEVICE_IDS or NVSWITCH_NAME.search(name):
+            row = dict((k, function.get(k, '')) for k in ('address', 'device', 'class', 'name'))
+            row['model'] = NVSWITCH_DEVICE_IDS.get(device) or name
+            switches.append(row)
+        else:
+            others.append(dict((k, function.get(k, '')) for k in ('address', 'device', 'class', 'name')))
+    return switches, others
+
+
+def system_kind(gpus, switches):
+    """'hgx_nvswitch' with NVSwitch functions on the PCI bus, 'pcie' with GPUs and none, 'none' without GPUs.
+
+    Returns (kind, note): the note says why, and, for Blackwell or newer GPUs, that an HGX B200/B300 or
+    GB200 cannot be told from PCI (its NVSwitches are not PCI functions on the host).
+    """
+    if switches:
+        return 'hgx_nvswitch', ('%d NVSwitch function(s) on the PCI bus (%s): NVIDIA Fabric Manager must run at '
+                                'exactly the driver\'s version' % (len(switches), switches[0]['model']))
+    if not gpus:
+        return 'none', 'no NVIDIA GPU on the PCI bus'
+    note = 'NVIDIA GPU(s) and no NVSwitch function on the PCI bus'
+    if any(g.get('generation') == 'blackwell-or-newer' for g in gpus):
+        note += ('; Blackwell or newer GPUs: an HGX B200/B300 has NVSwitches that are not PCI functions on the '
+                 'host (their fabric needs NVIDIA\'s NVLink subnet manager), and a GB200/GB300 NVL72 tray uses '
+                 'IMEX; neither is told from PCI nor managed by this collection')
+    return 'pcie', note
 
 
 # ---- kernel modules and the loaded driver ----------------------------------------------------------
