@@ -269,6 +269,49 @@ def kernels(root, running):
             'kernel_headers_for_running': running in with_headers}
 
 
+# Kernel metapackages: what brings the next kernel (Ubuntu linux-generic, linux-image-generic-hwe-24.04,
+# linux-lowlatency; Debian linux-image-amd64). Per-kernel packages carry the kernel version after the prefix
+# (linux-image-6.8.0-149-generic) and are not metapackages.
+KERNEL_META = re.compile(r'^linux-(?:image-)?(?P<flavour>(?![0-9])[a-z][a-z0-9.+-]*)$')
+NOT_FLAVOURS = re.compile(r'^(base|firmware|libc-dev|tools-common|headers-.*|image|image-.*|modules-.*|source.*|doc|'
+                          r'sound-base|tools-.*|cloud-tools-.*|objects-.*|signatures-.*|restricted-modules-.*)$')
+
+
+def kernel_packages(root, run, kernel_list):
+    """Kernel metapackages installed (dpkg) and the flavours they bring, and the kernel the node boots next.
+
+    kernel_flavours: the flavours of the installed kernel metapackages, for example ['generic'] from
+    linux-generic / linux-image-generic, ['generic-hwe-24.04'], ['amd64'] on Debian; the prebuilt NVIDIA
+    module metapackages follow them (linux-modules-nvidia-<B>[-server][-open]-<flavour>).
+    kernel_next_boot: the kernel /boot/vmlinuz points to (Debian and Ubuntu keep it on the newest), else the
+    newest installed kernel by version; '' without a kernel.
+    """
+    metas, flavours = [], set()
+    rc, out, _err = run(['dpkg-query', '-W', '-f=${db:Status-Abbrev} ${Package}\\n'])
+    if rc == 0:
+        for line in (out or '').splitlines():
+            parts = line.split()
+            if len(parts) < 2 or not parts[0].startswith('ii'):
+                continue
+            match = KERNEL_META.match(parts[1].split(':')[0])
+            if match and not NOT_FLAVOURS.match(match.group('flavour')):
+                metas.append(parts[1].split(':')[0])
+                flavours.add(match.group('flavour'))
+    nxt = ''
+    link = path_of(root, 'boot/vmlinuz')
+    if os.path.islink(link):
+        target = os.path.basename(os.readlink(link))
+        if target.startswith('vmlinuz-') and target[len('vmlinuz-'):] in kernel_list:
+            nxt = target[len('vmlinuz-'):]
+    if not nxt and kernel_list:
+        nxt = sorted(kernel_list, key=_version_key)[-1]
+    return {'kernel_metapackages': sorted(metas), 'kernel_flavours': sorted(flavours), 'kernel_next_boot': nxt}
+
+
+def _version_key(version):
+    return [int(p) if p.isdigit() else p for p in re.split(r'[.+~-]', version)]
+
+
 # ---- the installed driver --------------------------------------------------------------------------
 
 def packages(run):
@@ -492,6 +535,8 @@ def gather(root, run, which, running_kernel, sections=SECTIONS, lspci_text=None)
         facts['running_kernel_is_host'] = facts['container']
     if 'driver' in sections:
         facts.update(driver(root, run, which))
+        installed = facts['installed_kernels'] if 'installed_kernels' in facts else kernels(root, running_kernel)['installed_kernels']
+        facts.update(kernel_packages(root, run, installed))
     if 'rke2' in sections:
         facts.update(rke2(root, run))
     if 'runtimes' in sections:

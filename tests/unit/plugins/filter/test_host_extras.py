@@ -19,7 +19,8 @@ FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures')
 
 def test_filters_are_registered():
     assert sorted(host_extras.FilterModule().filters()) == [
-        'fabric_manager_decision', 'fabric_manager_pins', 'nvidia_module_params', 'nvidia_params_mismatches']
+        'apt_known_packages', 'dkms_autoinstall_problems', 'fabric_manager_decision', 'fabric_manager_pins',
+        'kernel_module_guard', 'nvidia_module_params', 'nvidia_params_mismatches', 'prebuilt_flavour_packages']
 
 
 def test_decision_refuses_non_dict_facts():
@@ -43,3 +44,18 @@ def test_module_params_filter():
     assert host_extras.nvidia_module_params(None)['line'] == ''
     assert host_extras.nvidia_params_mismatches('EnableMSI: 1\n', {'NVreg_EnableMSI': '0'})[0].startswith(
         'NVreg_EnableMSI: asked 0')
+
+
+def test_apt_known_packages_on_the_real_policy_capture():
+    with open(os.path.join(FIXTURES, 'apt', 'ubuntu2404-policy.txt')) as handle:
+        policy = handle.read()
+    # The capture asks for linux-modules-nvidia-580-open-6.8.0-999-generic, which apt does not know.
+    assert host_extras.apt_known_packages(policy, ['nvidia-utils-580', 'linux-modules-nvidia-580-open-6.8.0-999-generic']) \
+        == ['nvidia-utils-580']
+
+
+def test_guard_and_flavour_filters():
+    assert host_extras.prebuilt_flavour_packages(['generic'], 580, False, True) == ['linux-modules-nvidia-580-open-generic']
+    got = host_extras.kernel_module_guard([], ['6.8.0-151-generic'], '6.8.0-151-generic', 'nvidia')
+    assert got['next_boot_ok'] is False
+    assert host_extras.dkms_autoinstall_problems('AUTOINSTALL=yes', True) == []
