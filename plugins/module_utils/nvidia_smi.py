@@ -224,6 +224,11 @@ def _parse_gpu(index, gpu):
         'compute_mode': _text(gpu, 'compute_mode'),
         'virtualization_mode': _text(gpu, 'gpu_virtualization_mode/virtualization_mode'),
         'mig_devices': mig_count,
+        'architecture': _text(gpu, 'product_architecture'),
+        'fabric_state': _text(gpu, 'fabric/state'),
+        'fabric_status': _text(gpu, 'fabric/status'),
+        'fabric_clique_id': _text(gpu, 'fabric/cliqueId'),
+        'fabric_cluster_uuid': _text(gpu, 'fabric/clusterUuid'),
     }
 
 
@@ -373,7 +378,8 @@ def check_expectations(facts, expect):
     ``expect`` keys (None means not checked): driver_branch, driver_version (exact, or a prefix
     ending at a dot: '535.54' matches '535.54.03'), gpu_count, min_gpu_count, product (a regular
     expression searched in each GPU's name), persistence_mode and mig_mode ('Enabled'/'Disabled',
-    compared with every GPU's current mode).
+    compared with every GPU's current mode), fabric_complete (True: every Hopper-or-newer GPU's NVLink
+    fabric is Completed with status Success, see fabric_problems).
     """
     problems = []
     want = expect.get('driver_branch')
@@ -407,4 +413,45 @@ def check_expectations(facts, expect):
                 problems.append('GPU %s (%s) %s: expected %s, found %s'
                                 % (gpu['index'], gpu['pci_bus_id'], key, want,
                                    found if found is not None else 'N/A'))
+    if expect.get('fabric_complete'):
+        problems.extend(fabric_problems(facts))
+    return problems
+
+
+# ---- NVLink fabric (NVSwitch systems) -----------------------------------------------------------
+#
+# nvidia-smi -q -x reports per GPU a <fabric> element (DTD v12 and later): <state> and <status>, N/A where
+# the GPU has no fabric to join (PCIe GPUs, and every GPU before Hopper: the real captures in
+# tests/fixtures/nvidia-smi-xml, A100 SXM4 included, all say N/A). On an NVSwitch system with Hopper or
+# newer GPUs the state goes "Not Started" / "In Progress" / "Completed" and the status reads "Success" once
+# NVIDIA Fabric Manager has configured the switches (nvidia-smi -q on an HGX: "Fabric / State: Completed /
+# Status: Success"); CUDA fails with error 802 "system not yet initialized" until then.
+FABRIC_ARCHITECTURES = ('hopper', 'blackwell')
+FABRIC_DONE_STATE = 'completed'
+FABRIC_DONE_STATUS = 'success'
+
+
+def fabric_gpus(facts):
+    """The parsed GPUs that take part in an NVLink fabric (Hopper or newer by <product_architecture>)."""
+    out = []
+    for gpu in facts.get('gpus') or []:
+        arch = (gpu.get('architecture') or '').lower()
+        if any(arch.startswith(a) for a in FABRIC_ARCHITECTURES):
+            out.append(gpu)
+    return out
+
+
+def fabric_problems(facts):
+    """Every Hopper-or-newer GPU whose fabric is not "Completed" with status "Success", as sentences.
+
+    Call it only for an NVSwitch system: elsewhere N/A is the right answer. Pre-Hopper GPUs (A100 HGX)
+    report N/A on every system and are not judged here.
+    """
+    problems = []
+    for gpu in fabric_gpus(facts):
+        state, status = gpu.get('fabric_state'), gpu.get('fabric_status')
+        if (state or '').lower() != FABRIC_DONE_STATE or (status or '').lower() != FABRIC_DONE_STATUS:
+            problems.append('GPU %s (%s, %s): fabric state %s, status %s (expected Completed, Success: is '
+                            'nvidia-fabricmanager running at the driver\'s version?)'
+                            % (gpu['index'], gpu.get('pci_bus_id'), gpu.get('name'), state or 'N/A', status or 'N/A'))
     return problems
