@@ -356,6 +356,7 @@ from ansible_collections.baremetal.gpu.plugins.module_utils.nvidia_smi import (
     NvidiaSmiParseError,
     STATUS_OK,
     STATUS_NO_DEVICES,
+    SMI_SEARCH_DIRS,
     check_expectations,
     count_warnings,
     describe_run,
@@ -365,8 +366,7 @@ from ansible_collections.baremetal.gpu.plugins.module_utils.nvidia_smi import (
     utf8_problem,
 )
 
-SEARCH_DIRS = ['/usr/bin', '/usr/local/bin', '/usr/local/nvidia/bin', '/run/nvidia/driver/usr/bin',
-               '/opt/nvidia/bin']
+SEARCH_DIRS = SMI_SEARCH_DIRS
 C_LOCALE = {'LC_ALL': 'C', 'LANG': 'C'}
 # statuses of failures that always fail the task (the others are in module_utils.nvidia_smi)
 STATUS_BINARY_MISSING = 'binary_missing'
