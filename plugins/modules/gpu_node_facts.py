@@ -24,18 +24,8 @@ author:
 requirements:
   - Linux. C(lspci) (pciutils), C(mokutil), C(dpkg-query) or C(rpm), and C(systemctl) are used when present.
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - ansible.builtin.action_common_attributes.facts
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; it runs in check mode too.
-  diff_mode:
-    support: none
-  facts:
-    support: full
-  platform:
-    platforms: posix
+  - baremetal.gpu.attributes
+  - baremetal.gpu.attributes.facts
 options:
   gather_subset:
     description:

@@ -33,15 +33,10 @@ author:
 requirements:
   - C(nvidia-smi) from the NVIDIA driver on the managed node.
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - baremetal.gpu.attributes
 attributes:
   check_mode:
-    support: full
     details: Read-only; the command runs in check mode too.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
   binary_path:
     description:
