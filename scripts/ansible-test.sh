@@ -5,7 +5,7 @@
 #   scripts/ansible-test.sh units  [args...]
 #
 # ANSIBLE_TEST_VENV=<venv> runs that venv's ansible-test (another ansible-core, see
-# scripts/check-core-range.sh) in its own copy, .cache/ansible-test-<venv name>/.
+# scripts/check-core-range.sh) in its own copy, .cache/ansible-test-<venv name>-<command>/.
 #
 # ansible-test needs the collection under an ansible_collections/<ns>/<name> path and a
 # git tree; the checkout itself is the collection root, so we copy the files git knows
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 
 if [[ -n ${ANSIBLE_TEST_VENV:-} ]]; then
   PATH="$ANSIBLE_TEST_VENV/bin:$PATH"
-  copy=.cache/ansible-test-$(basename "$ANSIBLE_TEST_VENV")
+  copy=.cache/ansible-test-$(basename "$ANSIBLE_TEST_VENV")-${1:-none}
 else
   copy=.cache/ansible-test
 fi
