@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make docs`: the collection's documentation site, as the Ansible ecosystem renders it.
-# antsibull-docs (pinned in tests/requirements-galaxy.txt, venv .cache/venv-galaxy) writes the
+# antsibull-docs (pinned in tests/requirements-galaxy.txt, venv made by scripts/galaxy-venv.sh) writes the
 # reStructuredText of every module, filter, lookup and role (from meta/argument_specs.yml) of the
 # collection as installed (its dependencies beside it, from .ansible/collections, for references), and Sphinx builds it with the Ansible
 # theme, warnings as errors. Sources: docs/site/ (conf.py, antsibull-docs.cfg, index.rst).
