@@ -324,6 +324,22 @@ def classify_xid(code, rest=''):
     return action, entry['mnemonic'], note
 
 
+def xids_by_code_alone(severity):
+    """The Xids whose code alone gives ``severity``: what an alert on dcgm-exporter's DCGM_FI_DEV_XID_ERRORS (the
+    code, without the kernel-log line) can judge as the module does. Left out: Xids whose finding depends on the
+    line (45 names the Xid it cleans up after, 154 the recovery action, NVLink5 Xids 144-150 say Non-fatal)."""
+    if severity not in SEVERITIES:
+        raise ValueError('severity must be one of %s, got %r' % (', '.join(SEVERITIES), severity))
+    out = []
+    for code in sorted(XID_CATALOG):
+        action = XID_CATALOG[code]['action']
+        if action in ('WORKFLOW_XID_45', 'FOLLOW_XID_154') or code in NVLINK5_XIDS:
+            continue
+        if ACTION_POLICY.get(action, (CRITICAL, None))[0] == severity:
+            out.append(code)
+    return out
+
+
 def kernel_log_findings(events, smi_gpus, source):
     """One finding per (kind, code, device), with the count, the first and last time and the first line."""
     by_pci = dict((pci_key(g.get('pci_bus_id')), g) for g in smi_gpus or [])

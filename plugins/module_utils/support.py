@@ -95,6 +95,19 @@ DCGM_EXPORTER = {
         'xid': 'DCGM_FI_DEV_XID_ERRORS',
         'temperature': 'DCGM_FI_DEV_GPU_TEMP',
         'ecc_dbe': 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL',
+        # The GPU health alerts (the conditions of the gpu_health module). The clock event reasons keep the
+        # name of the captured series (tests/fixtures/dcgm-metrics); the pinned exporter's go-dcgm resolves it
+        # as the legacy alias of DCGM_FI_DEV_CLOCKS_EVENT_REASONS (field 112).
+        'ecc_dbe_aggregate': 'DCGM_FI_DEV_ECC_DBE_AGG_TOTAL',
+        'retired_pending': 'DCGM_FI_DEV_RETIRED_PENDING',
+        'row_remap_pending': 'DCGM_FI_DEV_ROW_REMAP_PENDING',
+        'row_remap_failure': 'DCGM_FI_DEV_ROW_REMAP_FAILURE',
+        'clock_events': 'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS',
+        'pcie_replay': 'DCGM_FI_DEV_PCIE_REPLAY_COUNTER',
+        'nvlink_crc_flit': 'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL',
+        'nvlink_crc_data': 'DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL',
+        'nvlink_replay': 'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL',
+        'nvlink_recovery': 'DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL',
     },
 }
 

@@ -475,3 +475,26 @@ def test_xid79_is_a_reboot_and_row_remap_failure_is_manual():
 def test_application_xids_need_nothing():
     plan = gh.remediation_plan(node_result(H100, log='ml-engineering__xid63-row-remapper.txt'))
     assert (plan['step'], plan['manual']) == ('none', [])
+
+
+# ---- Xids an alert can judge from the code alone (GPUXidCritical of kube_prometheus) ---------------------------
+
+def test_xids_by_code_alone_follow_the_catalog_and_the_policy():
+    critical = gh.xids_by_code_alone('critical')
+    warning = gh.xids_by_code_alone('warning')
+    # Read from the catalog rows: 79 RESTART_BM, 48 WORKFLOW_XID_48, 64 and 95 RESET_GPU, 74 WORKFLOW_NVLINK_ERR,
+    # 1 CONTACT_SUPPORT; 13 and 31 RESTART_APP and 54 CHECK_MECHANICALS are warnings; 43 and 63 IGNORE.
+    assert {1, 48, 64, 74, 79, 95} <= set(critical)
+    assert {13, 31, 54} <= set(warning)
+    assert not {43, 63} & (set(critical) | set(warning))
+    assert 43 in gh.xids_by_code_alone('info')
+    # Judged from the kernel-log line, not the code: in no list.
+    for code in (45, 154) + tuple(range(144, 151)):
+        assert code not in critical + warning + gh.xids_by_code_alone('info'), code
+    assert not set(critical) & set(warning)
+    assert critical == sorted(critical)
+
+
+def test_xids_by_code_alone_refuses_an_unknown_severity():
+    with pytest.raises(ValueError):
+        gh.xids_by_code_alone('fatal')
