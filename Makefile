@@ -1,5 +1,5 @@
 # baremetal.gpu: the two commands are `make lab` (main job) and `make test` (everything).
-.PHONY: lab test setup images lint sanity units integration molecule build clean
+.PHONY: lab test setup images lint sanity units integration molecule build docs docs-lint docs-screenshots galaxy core-range clean
 
 lab:            ## set up, then run preflight, the host layer and verify on a local lab node (LAB_OS, default ubuntu2404)
 	bash scripts/lab.sh
@@ -31,5 +31,20 @@ molecule: setup images   ## make molecule S=<scenario>
 build: setup
 	bash scripts/check-build.sh
 
+docs:           ## the collection's documentation site (antsibull-docs + Sphinx) in .cache/docs/html
+	bash scripts/build-docs.sh
+
+docs-lint:      ## antsibull-docs lint-collection-docs --plugin-docs
+	bash scripts/check-docs.sh
+
+docs-screenshots: docs   ## headless Chromium screenshots of the site's index and nvidia_smi page
+	bash scripts/screenshot-docs.sh
+
+galaxy: setup   ## Galaxy's import check (galaxy-importer) on the built tarball
+	bash scripts/check-galaxy.sh
+
+core-range: setup   ## units + sanity with the lowest ansible-core that meta/runtime.yml claims
+	bash scripts/check-core-range.sh
+
 clean:
-	rm -rf .cache/results .cache/logs .cache/ansible-test tests/output
+	rm -rf .cache/results .cache/logs .cache/ansible-test .cache/ansible-test-venv-core-* .cache/galaxy .cache/docs .cache/docs-lint tests/output

@@ -4,6 +4,9 @@
 #   scripts/ansible-test.sh sanity [args...]
 #   scripts/ansible-test.sh units  [args...]
 #
+# ANSIBLE_TEST_VENV=<venv> runs that venv's ansible-test (another ansible-core, see
+# scripts/check-core-range.sh) in its own copy, .cache/ansible-test-<venv name>-<command>/.
+#
 # ansible-test needs the collection under an ansible_collections/<ns>/<name> path and a
 # git tree; the checkout itself is the collection root, so we copy the files git knows
 # (tracked, plus untracked-but-not-ignored) into .cache/ansible-test/.
@@ -16,7 +19,19 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/env.sh
 . scripts/env.sh
 
-PIP_VERSION=24.2   # ansible-test 2.19's infrastructure pip for Python 3.11
+if [[ -n ${ANSIBLE_TEST_VENV:-} ]]; then
+  PATH="$ANSIBLE_TEST_VENV/bin:$PATH"
+  copy=.cache/ansible-test-$(basename "$ANSIBLE_TEST_VENV")-${1:-none}
+else
+  copy=.cache/ansible-test
+fi
+# The infrastructure pip version this ansible-test bootstraps its venvs with (24.2 for 2.19).
+PIP_VERSION=$(python3 - <<'PY'
+import re
+import ansible_test._internal.python_requirements as m
+print(re.search(r"default_packages = dict\(\s*pip='([0-9.]+)'", open(m.__file__).read()).group(1))
+PY
+)
 stand_in="$HOME/.ansible/test/cache/get_pip_${PIP_VERSION//./_}.py"
 mkdir -p "$(dirname "$stand_in")"
 cat >"$stand_in" <<'PY'
@@ -29,16 +44,16 @@ args = [a for a in sys.argv[1:] if a not in ("--no-setuptools", "--no-wheel")]
 subprocess.check_call([sys.executable, "-m", "pip", "install", "--disable-pip-version-check"] + args)
 PY
 
-dest=.cache/ansible-test/ansible_collections/baremetal/gpu
+dest=$copy/ansible_collections/baremetal/gpu
 rm -rf "$dest"
 mkdir -p "$dest"
 git ls-files -z --cached --others --exclude-standard | rsync -a --from0 --files-from=- ./ "$dest/"
-# Collections whose module_utils or doc fragments the collection's plugins use must sit in the same
+# Collections whose module_utils the collection's plugins use must sit in the same
 # ansible_collections tree for ansible-test (units, sanity import and validate-modules).
 deps=(kubernetes/core)
 for dep in "${deps[@]}"; do
-  mkdir -p ".cache/ansible-test/ansible_collections/$dep"
-  rsync -a --delete ".ansible/collections/ansible_collections/$dep/" ".cache/ansible-test/ansible_collections/$dep/"
+  mkdir -p "$copy/ansible_collections/$dep"
+  rsync -a --delete ".ansible/collections/ansible_collections/$dep/" "$copy/ansible_collections/$dep/"
 done
 cd "$dest"
 git init -q

@@ -106,10 +106,36 @@ producer_of() {
 converged_image() { echo "localhost/baremetal-gpu-converged-$1:$RUN_TAG"; }
 converged_var() { echo "BAREMETAL_CONVERGED_$(echo "$1" | tr 'a-z-' 'A-Z_')"; }
 
+# stamp_steps: molecule's output with the time of day before each step's start and end line, so
+# the log shows where a scenario spends its time (docs/benchmarks.md).
+stamp_steps() {
+  local line
+  while IFS= read -r line; do
+    if [[ $line == INFO*'] Executing'* || $line == INFO*'] Executed'* ]]; then
+      printf '%(%H:%M:%S)T %s\n' -1 "$line"
+    else
+      printf '%s\n' "$line"
+    fi
+  done
+}
+# run_molecule SCENARIO LIMIT [OPTIONS...]: molecule test under the time limit; its status is molecule's
+# (124 or 137 when the limit cut it: timeout ends molecule's whole process group, ansible-playbook included).
+run_molecule() {
+  local s=$1 limit=$2
+  shift 2
+  set -o pipefail
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  timeout -k 30 "$limit" bash -c '
+    # --destroy never (a producer) also skips the first destroy, which resets molecule'"'"'s state of the
+    # scenario: without it, a killed earlier run'"'"'s state says "created" and create is skipped.
+    if [[ " $* " == *" --destroy never "* ]]; then molecule destroy -s "$0" || exit; fi
+    exec molecule test -s "$0" "$@"' "$s" "$@" 2>&1 | stamp_steps
+}
+
 # where_it_stopped LOG: the molecule step and the last task a cut-off run had started.
 where_it_stopped() {
   local step task
-  step=$(grep -oE '➜ [a-z_]+' "$1" | tail -n 1 | cut -c5-)
+  step=$(grep -oE 'INFO +\[[a-z0-9_]+ > [a-z_]+\] Executing' "$1" | tail -n 1 | sed -E 's/.* > ([a-z_]+)\].*/\1/')
   task=$(grep -oE '^(TASK|RUNNING HANDLER) \[[^]]*\]' "$1" | tail -n 1)
   echo "step ${step:-unknown}, ${task:-no task started}"
 }
@@ -136,7 +162,7 @@ run_scenario() {
   fi
   # A producer keeps its nodes after the run (--destroy never) until they are committed.
   [[ -n $(produced_nodes "$s") ]] && opts=(--destroy never)
-  check "$name" timeout -k 30 "$limit" molecule test -s "$s" "${opts[@]}"
+  check "$name" run_molecule "$s" "$limit" "${opts[@]}"
   rc=$?
   if [[ $rc -eq 124 || $rc -eq 137 ]]; then
     record "$name" FAIL "$limit" "ran out of time (limit ${limit} s) in $(where_it_stopped "$LOGS/$file.log"); nodes removed"
@@ -166,7 +192,7 @@ run_scenario() {
   return $rc
 }
 export -f run_scenario remove_instances check record slug summary_of produced_nodes producer_of converged_image \
-  converged_var where_it_stopped
+  converged_var where_it_stopped stamp_steps run_molecule
 RUN_TAG=run-$START
 export RESULTS LOGS RUN_TAG
 # The previous run's converged nodes.
@@ -207,7 +233,7 @@ molecule_stage() {
   # another's converged nodes waits for it: scripts/run-scenarios.py runs another scenario in the
   # meantime. Measured wall times on the 2-core machine are in docs/benchmarks.md; scenarios not
   # listed here run last, in name order.
-  LONGEST_FIRST="nvidia_driver upgrade_driver uninstall container_toolkit nvidia_driver_mismatch nvidia_driver_switch rke2_nvidia_runtime gpu_nodes_batching preflight"
+  LONGEST_FIRST="nvidia_driver nvidia_driver_releases upgrade_driver uninstall container_toolkit nvidia_driver_mismatch nvidia_driver_switch rke2_nvidia_runtime gpu_nodes_batching preflight"
   ordered=()
   for s in $LONGEST_FIRST; do
     for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.baremetal.gpu.plugins.module_utils import cluster_addons
+from ansible_collections.baremetal.gpu.plugins.module_utils import cluster_addons, gpu_health
 
 
 def gpu_node_products(hostvars, hosts, fact='nvidia_smi'):
@@ -50,6 +50,20 @@ def runtime_class_decision(existing, name, handler):
     return cluster_addons.runtime_class_decision(existing, name, handler)
 
 
+def promql_value_in(selector, values):
+    try:
+        return cluster_addons.promql_value_in(selector, values)
+    except ValueError as exc:
+        raise AnsibleFilterError('baremetal.gpu.promql_value_in: %s' % exc)
+
+
+def xid_codes(severity):
+    try:
+        return gpu_health.xids_by_code_alone(severity)
+    except ValueError as exc:
+        raise AnsibleFilterError('baremetal.gpu.xid_codes: %s' % exc)
+
+
 class FilterModule(object):
 
     def filters(self):
@@ -61,5 +75,7 @@ class FilterModule(object):
             'device_list_strategy': device_list_strategy,
             'gpu_class': gpu_class,
             'gpu_node_products': gpu_node_products,
+            'promql_value_in': promql_value_in,
             'runtime_class_decision': runtime_class_decision,
+            'xid_codes': xid_codes,
         }

@@ -197,3 +197,31 @@ def crd_api_versions(crds):
             if version.get('served', True):
                 out.add('%s/%s' % (spec.get('group'), version.get('name')))
     return sorted(out)
+
+
+def promql_value_in(selector, values):
+    """A PromQL expression that keeps the series of ``selector`` whose value is one of the integers ``values``.
+
+    PromQL compares values but has no set test: each run of consecutive values is one range filter
+    (``sel >= 15 <= 24``: both comparisons filter, the value stays), each lone value ``sel == 12``, joined by
+    ``or``. An empty ``values`` is refused: the alert it would build could never fire.
+    """
+    try:
+        codes = sorted(set(int(v) for v in values or []))
+    except (TypeError, ValueError):
+        raise ValueError('values must be integers, got %r' % (values,))
+    if not codes:
+        raise ValueError('values must not be empty')
+    runs = []
+    for code in codes:
+        if runs and code == runs[-1][1] + 1:
+            runs[-1][1] = code
+        else:
+            runs.append([code, code])
+    terms = []
+    for low, high in runs:
+        if low == high:
+            terms.append('%s == %d' % (selector, low))
+        else:
+            terms.append('%s >= %d <= %d' % (selector, low, high))
+    return ' or '.join(terms)

@@ -37,6 +37,10 @@ UNAVAILABLE_VALUES = frozenset([
     'requested functionality has been deprecated',
 ])
 
+# Where nvidia-smi is looked for after PATH (the GPU Operator's driver container included).
+SMI_SEARCH_DIRS = ['/usr/bin', '/usr/local/bin', '/usr/local/nvidia/bin', '/run/nvidia/driver/usr/bin',
+                   '/opt/nvidia/bin']
+
 # How many bytes of unparseable output an error message quotes.
 QUOTE_BYTES = 200
 
@@ -183,9 +187,11 @@ def quote_head(data, limit=QUOTE_BYTES):
 UNUSED_SECTIONS = (b'supported_clocks', b'processes', b'accounted_processes')
 
 
-def drop_unused_sections(raw):
-    """Remove <tag>...</tag> for each UNUSED_SECTIONS tag; anything unexpected is left as is."""
+def drop_unused_sections(raw, keep=()):
+    """Remove <tag>...</tag> for each UNUSED_SECTIONS tag not in ``keep``; anything unexpected is left as is."""
     for tag in UNUSED_SECTIONS:
+        if tag in keep:
+            continue
         opening, closing = b'<' + tag + b'>', b'</' + tag + b'>'
         if opening not in raw:
             continue
@@ -224,22 +230,143 @@ def _parse_gpu(index, gpu):
         'compute_mode': _text(gpu, 'compute_mode'),
         'virtualization_mode': _text(gpu, 'gpu_virtualization_mode/virtualization_mode'),
         'mig_devices': mig_count,
+        'architecture': _text(gpu, 'product_architecture'),
+        'fabric_state': _text(gpu, 'fabric/state'),
+        'fabric_status': _text(gpu, 'fabric/status'),
+        'fabric_clique_id': _text(gpu, 'fabric/cliqueId'),
+        'fabric_cluster_uuid': _text(gpu, 'fabric/clusterUuid'),
     }
 
 
-def parse_nvidia_smi_xml(data):
+def yes_no(value):
+    """'Yes' -> True, 'No' -> False, anything else (N/A, missing) -> None."""
+    value = clean(value)
+    if value is None:
+        return None
+    value = value.lower()
+    if value == 'yes':
+        return True
+    if value == 'no':
+        return False
+    return None
+
+
+_LEADING_INT_RE = re.compile(r'^\s*(\d+)')
+
+
+def parse_leading_int(value):
+    """'16x' -> 16, '4' -> 4, '2560 bank(s)' -> 2560; None or no leading digits -> None."""
+    value = clean(value)
+    if value is None:
+        return None
+    match = _LEADING_INT_RE.match(value)
+    return int(match.group(1)) if match else None
+
+
+def _sum_known(values):
+    """The sum of the values that are integers; None when none is."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _uncorrectable(ecc, scope):
+    """Uncorrectable ECC errors of one scope (volatile or aggregate), whatever the DTD version names them.
+
+    DTD v12/v13: dram_uncorrectable + sram_uncorrectable_parity + sram_uncorrectable_secded (or
+    sram_uncorrectable); older DTDs: double_bit/total. None when nothing is reported (GeForce: N/A).
+    """
+    if ecc is None:
+        return None
+    node = ecc.find(scope)
+    if node is None:
+        return None
+    newer = [parse_int(_text(node, tag)) for tag in
+             ('dram_uncorrectable', 'sram_uncorrectable', 'sram_uncorrectable_parity', 'sram_uncorrectable_secded')]
+    total = _sum_known(newer)
+    if total is not None:
+        return total
+    return parse_int(_text(node, 'double_bit/total'))
+
+
+def _event_reasons(gpu):
+    """{'hw_slowdown': True, ...} from <clocks_event_reasons> (DTD v12+) or <clocks_throttle_reasons>."""
+    reasons = {}
+    for section in ('clocks_event_reasons', 'clocks_throttle_reasons'):
+        node = gpu.find(section)
+        if node is None:
+            continue
+        for child in node:
+            name = child.tag.split('_reason_', 1)[-1]
+            value = clean(child.text)
+            if value is None:
+                continue
+            reasons[name] = value.lower() == 'active'
+    return reasons
+
+
+def _processes(gpu):
+    """Number of <process_info> entries, or None when <processes> is missing or N/A."""
+    node = gpu.find('processes')
+    if node is None:
+        return None
+    found = node.findall('process_info')
+    if not found and clean(node.text) is None and (node.text or '').strip():
+        return None
+    return len(found)
+
+
+def _parse_health(gpu):
+    """The fields a health check reads from one <gpu> element; every value may be None (N/A)."""
+    ecc = gpu.find('ecc_errors')
+    return {
+        'ecc_volatile_uncorrectable': _uncorrectable(ecc, 'volatile'),
+        'ecc_aggregate_uncorrectable': _uncorrectable(ecc, 'aggregate'),
+        'sram_threshold_exceeded': yes_no(_text(gpu, 'ecc_errors/aggregate/sram_threshold_exceeded')),
+        'unrepairable_memory': yes_no(_text(gpu, 'ecc_errors/unrepairable_memory')),
+        'retired_pages_sbe': parse_int(_text(gpu, 'retired_pages/multiple_single_bit_retirement/retired_count')),
+        'retired_pages_dbe': parse_int(_text(gpu, 'retired_pages/double_bit_retirement/retired_count')),
+        'retired_pages_pending': _any_true(yes_no(_text(gpu, 'retired_pages/pending_retirement')),
+                                           yes_no(_text(gpu, 'retired_pages/pending_blacklist'))),
+        'remapped_rows_correctable': parse_int(_text(gpu, 'remapped_rows/remapped_row_corr')),
+        'remapped_rows_uncorrectable': parse_int(_text(gpu, 'remapped_rows/remapped_row_unc')),
+        'remapped_rows_pending': yes_no(_text(gpu, 'remapped_rows/remapped_row_pending')),
+        'remapped_rows_failure': yes_no(_text(gpu, 'remapped_rows/remapped_row_failure')),
+        'clocks_event_reasons': _event_reasons(gpu),
+        'performance_state': _text(gpu, 'performance_state'),
+        'pcie_gen_max': parse_leading_int(_text(gpu, 'pci/pci_gpu_link_info/pcie_gen/max_link_gen')),
+        'pcie_gen_current': parse_leading_int(_text(gpu, 'pci/pci_gpu_link_info/pcie_gen/current_link_gen')),
+        'pcie_width_max': parse_leading_int(_text(gpu, 'pci/pci_gpu_link_info/link_widths/max_link_width')),
+        'pcie_width_current': parse_leading_int(_text(gpu, 'pci/pci_gpu_link_info/link_widths/current_link_width')),
+        'pcie_replay_counter': parse_int(_text(gpu, 'pci/replay_counter')),
+        'fabric_state': _text(gpu, 'fabric/state'),
+        'fabric_status': _text(gpu, 'fabric/status'),
+        'processes': _processes(gpu),
+    }
+
+
+def _any_true(*values):
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    return any(known)
+
+
+def parse_nvidia_smi_xml(data, health=False):
     """Parse the output of ``nvidia-smi -q -x`` (bytes or str) into a plain dict.
 
     Returns ``driver_version``, ``driver_branch``, ``cuda_version``, ``attached_gpus`` (as printed,
     or None), ``gpu_count`` (the number of <gpu> elements), ``dtd_version`` and ``gpus``: one dict
     per <gpu> element in document order, ``index`` being that position (nvidia-smi's own index).
+    With ``health=True`` each GPU also has ``health``: the ECC, page retirement, row remapping,
+    clock event, PCIe link, fabric and process fields (``_parse_health``), and <processes> is read.
     Raises NvidiaSmiParseError, quoting the first bytes, when ``data`` is not such a document.
     """
     raw = to_bytes(data)
     if not raw.strip():
         raise NvidiaSmiParseError('nvidia-smi -q -x printed nothing (empty output)')
+    keep = (b'processes',) if health else ()
     try:
-        root = ET.fromstring(drop_unused_sections(raw))
+        root = ET.fromstring(drop_unused_sections(raw, keep))
     except ET.ParseError as exc:
         problem = utf8_problem(raw)
         if problem is None:
@@ -248,7 +375,7 @@ def parse_nvidia_smi_xml(data):
                 % (exc, quote_head(raw)))
         # Not UTF-8 (a corrupted or localized nvidia-smi): parse with the bad bytes replaced.
         try:
-            root = ET.fromstring(drop_unused_sections(raw.decode('utf-8', 'replace').encode('utf-8')))
+            root = ET.fromstring(drop_unused_sections(raw.decode('utf-8', 'replace').encode('utf-8'), keep))
         except ET.ParseError as exc2:
             raise NvidiaSmiParseError(
                 'cannot parse nvidia-smi -q -x output as XML (%s); it has %s; it starts with: %s'
@@ -259,7 +386,12 @@ def parse_nvidia_smi_xml(data):
             % (root.tag, quote_head(raw)))
     dtd = re.search(br'nvsmi_device_v(\d+)\.dtd', raw[:512])
     version = _text(root, 'driver_version')
-    gpus = [_parse_gpu(i, gpu) for i, gpu in enumerate(root.findall('gpu'))]
+    gpus = []
+    for i, gpu in enumerate(root.findall('gpu')):
+        parsed = _parse_gpu(i, gpu)
+        if health:
+            parsed['health'] = _parse_health(gpu)
+        gpus.append(parsed)
     return {
         'driver_version': version,
         'driver_branch': driver_branch(version),
@@ -349,8 +481,11 @@ def classify_failure(cmd, rc, stdout, stderr):
     return NvidiaSmiError('nvidia-smi failed (rc %s). %s' % (rc, where))
 
 
-def interpret_run(cmd, rc, stdout, stderr):
-    """Parse a finished ``nvidia-smi -q -x`` run, or raise NvidiaSmiError explaining the failure."""
+def interpret_run(cmd, rc, stdout, stderr, health=False):
+    """Parse a finished ``nvidia-smi -q -x`` run, or raise NvidiaSmiError explaining the failure.
+
+    ``health`` is passed to ``parse_nvidia_smi_xml``.
+    """
     if rc != 0:
         raise classify_failure(cmd, rc, stdout, stderr)
     head = to_text(stdout).lstrip()[:300].lower()
@@ -358,7 +493,7 @@ def interpret_run(cmd, rc, stdout, stderr):
                                      or NO_DEVICES_TEXT in head):
         raise classify_failure(cmd, rc, stdout, stderr)
     try:
-        return parse_nvidia_smi_xml(stdout)
+        return parse_nvidia_smi_xml(stdout, health=health)
     except NvidiaSmiParseError as exc:
         raise NvidiaSmiParseError('%s. %s' % (exc.message, describe_run(cmd, rc, '', stderr)))
 
@@ -373,7 +508,8 @@ def check_expectations(facts, expect):
     ``expect`` keys (None means not checked): driver_branch, driver_version (exact, or a prefix
     ending at a dot: '535.54' matches '535.54.03'), gpu_count, min_gpu_count, product (a regular
     expression searched in each GPU's name), persistence_mode and mig_mode ('Enabled'/'Disabled',
-    compared with every GPU's current mode).
+    compared with every GPU's current mode), fabric_complete (True: every Hopper-or-newer GPU's NVLink
+    fabric is Completed with status Success, see fabric_problems).
     """
     problems = []
     want = expect.get('driver_branch')
@@ -407,4 +543,45 @@ def check_expectations(facts, expect):
                 problems.append('GPU %s (%s) %s: expected %s, found %s'
                                 % (gpu['index'], gpu['pci_bus_id'], key, want,
                                    found if found is not None else 'N/A'))
+    if expect.get('fabric_complete'):
+        problems.extend(fabric_problems(facts))
+    return problems
+
+
+# ---- NVLink fabric (NVSwitch systems) -----------------------------------------------------------
+#
+# nvidia-smi -q -x reports per GPU a <fabric> element (DTD v12 and later): <state> and <status>, N/A where
+# the GPU has no fabric to join (PCIe GPUs, and every GPU before Hopper: the real captures in
+# tests/fixtures/nvidia-smi-xml, A100 SXM4 included, all say N/A). On an NVSwitch system with Hopper or
+# newer GPUs the state goes "Not Started" / "In Progress" / "Completed" and the status reads "Success" once
+# NVIDIA Fabric Manager has configured the switches (nvidia-smi -q on an HGX: "Fabric / State: Completed /
+# Status: Success"); CUDA fails with error 802 "system not yet initialized" until then.
+FABRIC_ARCHITECTURES = ('hopper', 'blackwell')
+FABRIC_DONE_STATE = 'completed'
+FABRIC_DONE_STATUS = 'success'
+
+
+def fabric_gpus(facts):
+    """The parsed GPUs that take part in an NVLink fabric (Hopper or newer by <product_architecture>)."""
+    out = []
+    for gpu in facts.get('gpus') or []:
+        arch = (gpu.get('architecture') or '').lower()
+        if any(arch.startswith(a) for a in FABRIC_ARCHITECTURES):
+            out.append(gpu)
+    return out
+
+
+def fabric_problems(facts):
+    """Every Hopper-or-newer GPU whose fabric is not "Completed" with status "Success", as sentences.
+
+    Call it only for an NVSwitch system: elsewhere N/A is the right answer. Pre-Hopper GPUs (A100 HGX)
+    report N/A on every system and are not judged here.
+    """
+    problems = []
+    for gpu in fabric_gpus(facts):
+        state, status = gpu.get('fabric_state'), gpu.get('fabric_status')
+        if (state or '').lower() != FABRIC_DONE_STATE or (status or '').lower() != FABRIC_DONE_STATUS:
+            problems.append('GPU %s (%s, %s): fabric state %s, status %s (expected Completed, Success: is '
+                            'nvidia-fabricmanager running at the driver\'s version?)'
+                            % (gpu['index'], gpu.get('pci_bus_id'), gpu.get('name'), state or 'N/A', status or 'N/A'))
     return problems

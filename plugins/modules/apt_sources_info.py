@@ -28,13 +28,8 @@ author:
 requirements:
   - Debian or Ubuntu (apt, apt-cache, apt-mark, coreutils C(timeout)).
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - baremetal.gpu.attributes
 attributes:
-  check_mode:
-    support: full
-    details: Read-only; it runs in check mode too.
-  diff_mode:
-    support: none
   platform:
     platforms: debian
 options:

@@ -25,15 +25,7 @@ description:
 author:
   - baremetal.gpu maintainers (@baremetal-gpu)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; it runs in check mode too.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - baremetal.gpu.attributes
 options:
   spec:
     description: The CDI spec file.

@@ -31,15 +31,7 @@ author:
 requirements:
   - containerd 1.5 or later on the node (its C(--version) output is passed in O(containerd_version)).
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; it runs in check mode too.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - baremetal.gpu.attributes
 options:
   config:
     description: Main containerd config. It may be missing; its content is then planned from nothing.

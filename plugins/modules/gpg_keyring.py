@@ -24,15 +24,10 @@ author:
 requirements:
   - gpg (GnuPG 2.1.23 or later, for C(--show-keys)) on the node.
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - baremetal.gpu.attributes
 attributes:
   check_mode:
-    support: full
     details: Downloads and checks the key, writes nothing.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
   url:
     description: Where to download the key (on the node). Exactly one of O(url), O(content) and O(content_b64).

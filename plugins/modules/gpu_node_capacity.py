@@ -37,16 +37,11 @@ requirements:
     controller (C(delegate_to=localhost)).
   - The collection kubernetes.core, whose API client and connection options the module uses.
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-  - kubernetes.core.k8s_auth_options
+  - baremetal.gpu.attributes
+  - baremetal.gpu.kubernetes
 attributes:
   check_mode:
-    support: full
     details: Read-only; the checks run in check mode too.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
   name:
     description:
@@ -131,8 +126,9 @@ options:
     type: int
     default: 30
 notes:
-  - The connection is kubernetes.core's C(get_api_client) with the options of C(kubernetes.core.k8s_auth_options),
-    with one difference, made on purpose - O(kubeconfig) is not C(no_log), so that its path appears in
+  - The connection is kubernetes.core's C(get_api_client) with the options of C(kubernetes.core.k8s_auth_options)
+    (documented by this collection's own fragment, so that these docs need no other collection), with one
+    difference, made on purpose - O(kubeconfig) is not C(no_log), so that its path appears in
     messages instead of C(********). When O(kubeconfig) is a dictionary, its secrets (tokens, passwords,
     keys and certificate data) are hidden from the output instead. kubernetes.core 6.2.0, which this
     collection pins, hides the whole option; kubernetes.core 6.3.0 made the same change.

@@ -143,6 +143,18 @@ def test_mig_single_counts_mig_devices(tmp_path, api):
     assert prometheus.queries == []  # the play stopped at the failed capacity check
 
 
+def test_replicas_derived_from_device_plugin_time_slicing(tmp_path, api):
+    # verify_capacity_replicas defaults to null: derived from device_plugin_time_slicing_* (3 here), so the
+    # one GPU must be advertised 3 times; the recorded node advertises 1, and the check names both.
+    res, out, prometheus = run_verify(tmp_path, api, "telegraf__tesla_p4.xml", ["nori"],
+                                      {"device_plugin_time_slicing_enabled": "true",
+                                       "device_plugin_time_slicing_replicas": "3"})
+    assert res.returncode != 0
+    assert "nori (gpu-node): nvidia.com/gpu = 3 expected (1 x 3 replicas, MIG strategy none)" in out
+    assert "node nori reports nvidia.com/gpu capacity 1, expected 3 after 2 s" in out
+    assert prometheus.queries == []
+
+
 def test_prometheus_without_the_node_fails(tmp_path, api):
     res, out, prometheus = run_verify(tmp_path, api, "telegraf__tesla_p4.xml", ["some-other-node"], {})
     assert res.returncode != 0

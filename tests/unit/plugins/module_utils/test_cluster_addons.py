@@ -11,6 +11,7 @@ import copy
 import hashlib
 import json
 import os
+import re
 
 import pytest
 
@@ -99,6 +100,60 @@ def test_dashboard_carried_is_the_one_support_names():
 def test_alert_metrics_are_known_fields():
     known = set(l.strip() for l in read(os.path.join(DCGM_FILES, 'dcgm-field-names.txt')).splitlines() if l.strip()[:1] != '#')
     assert set(support.DCGM_EXPORTER['alert_metrics'].values()) <= known
+
+
+# The one alert field in neither a captured /metrics file nor NVIDIA's counters list, and where it comes from.
+ALERT_FIELDS_FROM_GO_DCGM = {
+    # NVIDIA/go-dcgm pkg/dcgm/const_fields.go @ ec245c09fe3e (the go-dcgm of dcgm-exporter 4.5.3-4.8.2's go.mod):
+    # "DCGM_FI_DEV_ROW_REMAP_PENDING": 396 in the name map the exporter looks every CSV name up in.
+    'DCGM_FI_DEV_ROW_REMAP_PENDING': 396,
+}
+
+
+def captured_series():
+    """Metric name -> label names of every DCGM series in the captured dcgm-exporter /metrics files."""
+    out = {}
+    folder = os.path.join(ROOT, 'tests', 'fixtures', 'dcgm-metrics')
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith('.txt'):
+            continue
+        for line in read(os.path.join(folder, name)).splitlines():
+            match = re.match(r'^(DCGM_[A-Z0-9_]+)\{([^}]*)\}', line)
+            if match:
+                out.setdefault(match.group(1), set()).update(re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="', match.group(2)))
+    return out
+
+
+def test_alert_metrics_are_captured_or_in_nvidias_list():
+    """Every field an alert reads is a series a real exporter emitted (with the node label and gpu/UUID), or a
+    line (active or commented out) of NVIDIA's datacenter list carried verbatim, or named in go-dcgm's map."""
+    captured = captured_series()
+    upstream = set(re.findall(r'^#?\s*(DCGM_[A-Z0-9_]+)\s*,', read(os.path.join(DCGM_FILES, 'dcp-metrics-included.csv')),
+                              re.M))
+    node = support.DCGM_EXPORTER['node_label']
+    for field in support.DCGM_EXPORTER['alert_metrics'].values():
+        if field in captured:
+            assert {node, 'gpu', 'UUID', 'modelName'} <= captured[field], field
+        else:
+            assert field in upstream or field in ALERT_FIELDS_FROM_GO_DCGM, field
+    # The clock event reasons: the captured name (the legacy alias of DCGM_FI_DEV_CLOCKS_EVENT_REASONS).
+    assert support.DCGM_EXPORTER['alert_metrics']['clock_events'] in captured
+    assert 'DCGM_FI_DEV_ROW_REMAP_PENDING' not in upstream and 'DCGM_FI_DEV_ROW_REMAP_PENDING' not in captured
+
+
+@pytest.mark.parametrize('values, expected', [
+    ([79], 'X == 79'),
+    ([48, 79, 94, 92, 93, 79], 'X == 48 or X == 79 or X >= 92 <= 94'),
+    ([1, 2, 3, 5], 'X >= 1 <= 3 or X == 5'),
+])
+def test_promql_value_in(values, expected):
+    assert cluster_addons.promql_value_in('X', values) == expected
+
+
+@pytest.mark.parametrize('values', [[], None, ['a']])
+def test_promql_value_in_refuses_what_could_never_match(values):
+    with pytest.raises(ValueError):
+        cluster_addons.promql_value_in('X', values)
 
 
 def test_runtime_class_decision():
