@@ -89,20 +89,19 @@ remove_instances() {
   podman ps -a --format '{{.Names}}' | grep -E "^$1-" | xargs -r podman rm -f -t 5 >/dev/null 2>&1
 }
 
-# Converge once, reuse (issue 17 item 2; NOT ENABLED). The machinery is here: a producer's named nodes
-# are committed to images (podman commit) after the whole scenario passed, and its consumers start
-# from them through BAREMETAL_CONVERGED_<NODE>, waiting for the producer in scripts/run-scenarios.py.
-# It was written on 2026-11-24 for molecule/nvidia_driver -> upgrade_driver and uninstall, but no run
-# of those scenarios completed on the shared machine that day, so the tables below are empty and the
-# scenarios converge their own nodes as before (see docs/DEVELOPING.md and the closing note).
+# Converge once, reuse (issue 17 item 2). A producer's named nodes are committed to images (podman
+# commit) after the whole scenario passed, and its consumers start from them through
+# BAREMETAL_CONVERGED_<NODE> (their molecule.yml), held back by scripts/run-scenarios.py until the
+# producer has finished. A consumer whose producer failed or was not run converges its own nodes
+# (the same molecule.yml without the variable): each scenario still runs alone with `molecule test`.
 produced_nodes() {
   case $1 in
-    *) ;;
+    nvidia_driver) echo "debian12 ubuntu2404 ubuntu2404-dkms" ;;
   esac
 }
 producer_of() {
   case $1 in
-    *) ;;
+    upgrade_driver | uninstall) echo nvidia_driver ;;
   esac
 }
 converged_image() { echo "localhost/baremetal-gpu-converged-$1:$RUN_TAG"; }
@@ -235,7 +234,7 @@ molecule_stage() {
   # another's converged nodes waits for it: scripts/run-scenarios.py runs another scenario in the
   # meantime. Measured wall times on the 2-core machine are in docs/benchmarks.md; scenarios not
   # listed here run last, in name order.
-  LONGEST_FIRST="upgrade_driver nvidia_driver nvidia_driver_releases uninstall container_toolkit nvidia_driver_mismatch nvidia_driver_switch rke2_nvidia_runtime gpu_nodes_batching preflight"
+  LONGEST_FIRST="nvidia_driver nvidia_driver_releases upgrade_driver uninstall container_toolkit nvidia_driver_mismatch nvidia_driver_switch rke2_nvidia_runtime gpu_nodes_batching preflight"
   ordered=()
   for s in $LONGEST_FIRST; do
     for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done

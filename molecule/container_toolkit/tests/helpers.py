@@ -19,9 +19,18 @@ def play(limit, extra_vars=None, *args, background=False, skip_repo=True):
     cmd = ["ansible-playbook", "-i", INVENTORY, os.path.join(HERE, "scenario_play.yml"), "--limit", limit,
            "-e", json.dumps(extra_vars or {})] + (["--skip-tags", "nvidia_repo"] if skip_repo else []) + list(args)
     if background:
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        # Its own process group, so that a test can kill the run with every worker and command it started.
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                start_new_session=True)
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
     return res.returncode, res.stdout + res.stderr
+
+
+def node_path(name, path):
+    """`path` inside the running node `name`, read from this machine (/proc/PID/root): no command per look."""
+    pid = subprocess.run(["podman", "inspect", "-f", "{{.State.Pid}}", name], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    return "/proc/%s/root%s" % (pid, path)
 
 
 def recap_changed(out, host):

@@ -4,13 +4,14 @@ Independent cases run on different nodes at the same time. Each refusal must fai
 change nothing (the recap's changed=0; the files are compared before and after).
 """
 import os
+import signal
 import threading
 import time
 
 import pytest
 import testinfra
 
-from helpers import node, play, recap_changed
+from helpers import node, node_path, play, recap_changed
 from running import logged_cri_config
 
 DEB12, DEB13, NOBLE, DOCKER = node("debian12"), node("debian13"), node("ubuntu2404"), node("docker")
@@ -105,11 +106,14 @@ def _killed_run():
     deb13 = host(DEB13)
     deb13.run_expect([0], "rm -f /etc/containerd/conf.d/99-nvidia.toml && systemctl restart containerd")
     pid = deb13.check_output("systemctl show -p MainPID --value containerd")
+    dropin = node_path(DEB13, "/etc/containerd/conf.d/99-nvidia.toml")
     proc = play(DEB13, {}, "--tags", CONFIGURE, background=True)
+    # Looked at every 10 ms from this machine (a command in the node per look took 0.35 s, and a loaded CI
+    # machine let the run reach the restart in between), then the run's whole process group is killed.
     deadline = time.time() + 300
-    while time.time() < deadline and not deb13.file("/etc/containerd/conf.d/99-nvidia.toml").exists:
-        time.sleep(0.2)
-    proc.kill()
+    while time.time() < deadline and not os.path.exists(dropin):
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     assert deb13.file("/etc/containerd/conf.d/99-nvidia.toml").exists
     assert deb13.check_output("systemctl show -p MainPID --value containerd") == pid, "killed too late: restarted already"
