@@ -101,7 +101,7 @@ produced_nodes() {
 }
 producer_of() {
   case $1 in
-    upgrade_driver | uninstall) echo nvidia_driver ;;
+    upgrade_driver | uninstall | maintenance_kill) echo nvidia_driver ;;
   esac
 }
 converged_image() { echo "localhost/baremetal-gpu-converged-$1:$RUN_TAG"; }
@@ -234,7 +234,7 @@ molecule_stage() {
   # another's converged nodes waits for it: scripts/run-scenarios.py runs another scenario in the
   # meantime. Measured wall times on the 2-core machine are in docs/benchmarks.md; scenarios not
   # listed here run last, in name order.
-  LONGEST_FIRST="nvidia_driver nvidia_driver_releases upgrade_driver uninstall container_toolkit nvidia_driver_mismatch nvidia_driver_switch rke2_nvidia_runtime gpu_nodes_batching preflight"
+  LONGEST_FIRST="nvidia_driver nvidia_driver_releases upgrade_driver uninstall maintenance_kill container_toolkit nvidia_driver_mismatch nvidia_driver_switch rke2_nvidia_runtime gpu_nodes_batching preflight"
   ordered=()
   for s in $LONGEST_FIRST; do
     for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done
