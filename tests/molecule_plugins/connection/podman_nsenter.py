@@ -21,6 +21,8 @@ description:
     C(setpriv)), so a task cannot do on the test machine what it could not do through C(podman exec).
     Not applied, unlike C(podman exec) - the container's cgroup and seccomp profile.
   - Files are copied in and out through the node's own C(cat), inside its namespaces.
+  - Each command runs in a session of its own, so killing ansible-playbook's process group leaves it
+    running in the node, as with ssh or C(podman exec).
   - Lives in tests/ and is not part of the collection (galaxy.yml build_ignore).
 options:
   remote_addr:
@@ -121,8 +123,11 @@ class Connection(ConnectionBase):
     def _run(self, argv, in_data=None):
         cmd = node_argv(self._node, argv)
         display.vvv("NSENTER %s" % argv, host=self.get_option("remote_addr"))
+        # A session of its own, as a command run by sshd or `podman exec` is not in the controller's process
+        # group: a test that kill -9s ansible-playbook's group leaves the node's command running, as on a
+        # real node (it ends when it writes to the closed pipe, or finishes).
         proc = subprocess.run([to_bytes(a, errors="surrogate_or_strict") for a in cmd], input=in_data,
-                              capture_output=True, env=self._node["env"], check=False)
+                              capture_output=True, env=self._node["env"], check=False, start_new_session=True)
         return proc.returncode, proc.stdout, proc.stderr
 
     def exec_command(self, cmd, in_data=None, sudoable=True):
