@@ -239,13 +239,13 @@ molecule_stage() {
   # done, nvidia_driver_releases (two builds) when the other lane comes to it. A scenario whose
   # producer has not finished is passed over until it has (scripts/run-scenarios.py); scenarios not
   # listed here run last, in name order.
-  LONGEST_FIRST="nvidia_driver container_toolkit rke2_nvidia_runtime gpu_nodes_batching upgrade_driver nvidia_driver_releases uninstall nvidia_driver_switch nvidia_driver_mismatch preflight"
+  LANE_ORDER="nvidia_driver container_toolkit rke2_nvidia_runtime gpu_nodes_batching upgrade_driver nvidia_driver_releases uninstall nvidia_driver_switch nvidia_driver_mismatch preflight"
   ordered=()
-  for s in $LONGEST_FIRST; do
+  for s in $LANE_ORDER; do
     for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done
   done
   for t in "${scenarios[@]}"; do
-    [[ " $LONGEST_FIRST " == *" $t "* ]] || ordered+=("$t")
+    [[ " $LANE_ORDER " == *" $t "* ]] || ordered+=("$t")
   done
   deps=()
   for t in "${ordered[@]}"; do

@@ -20,9 +20,9 @@ _SPEC.loader.exec_module(_PLUGIN)
 
 
 def _run(self, command, *args, **kwargs):
-    cmd = self.get_command(command, *args)
     if self.user is not None:
         return _ORIGINAL_RUN(self, command, *args, **kwargs)
+    cmd = self.get_command(command, *args)
     node = _PLUGIN.node_info(self.name)
     env = ["env", "-i"] + ["%s=%s" % item for item in sorted(node["env"].items())]
     argv = _PLUGIN.node_argv(node, env + ["/bin/sh", "-c", cmd])
