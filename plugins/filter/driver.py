@@ -12,6 +12,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import apt as aptlib
 from ansible_collections.baremetal.gpu.plugins.module_utils import dkms as dkmslib
+from ansible_collections.baremetal.gpu.plugins.module_utils import desired_state
 from ansible_collections.baremetal.gpu.plugins.module_utils import driver_plan
 
 
@@ -61,6 +62,22 @@ def nvidia_reboot_decision(reasons, state=None, boot_id=''):
     return driver_plan.reboot_decision(reasons, state or None, (boot_id or '').strip())
 
 
+def nvidia_reboot_record_after(facts):
+    reasons = driver_plan.persistent_reasons(facts or {})
+    out = driver_plan.reboot_record_after(reasons)
+    out['reasons'] = reasons
+    return out
+
+
+def driver_upgrade_target(upgrade_branch, inventory_branch=None):
+    return desired_state.upgrade_target(upgrade_branch, inventory_branch)
+
+
+def driver_desired_branch(facts, requested=None, default_branch='', allow_downgrade=False):
+    return desired_state.desired_branch(requested, desired_state.installed_branches(facts or {}), default_branch,
+                                        bool(allow_downgrade))
+
+
 def gpg_primary_fingerprints(colons):
     return aptlib.gpg_primary_fingerprints(colons)
 
@@ -81,6 +98,9 @@ class FilterModule(object):
             'dkms_build_error': dkms_build_error,
             'modinfo': modinfo,
             'nvidia_reboot_decision': nvidia_reboot_decision,
+            'nvidia_reboot_record_after': nvidia_reboot_record_after,
+            'driver_upgrade_target': driver_upgrade_target,
+            'driver_desired_branch': driver_desired_branch,
             'initramfs_contains': initramfs_contains,
             'gpg_primary_fingerprints': gpg_primary_fingerprints,
         }

@@ -21,7 +21,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import dkms as dkmslib
-from ansible_collections.baremetal.gpu.plugins.module_utils import rollout
+from ansible_collections.baremetal.gpu.plugins.module_utils import desired_state
+from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance
 from ansible_collections.baremetal.gpu.plugins.module_utils import support
 
 FLAVOURS = ('open', 'proprietary')
@@ -119,7 +120,15 @@ def plan(settings, os_data, facts, apt=None, today=None):
     if source == 'cuda_repo' and cuda_packages:
         os_data = dict(os_data, packages=cuda_packages, kernel_packages={}, leftovers={},
                        module_packages=(os_data.get('cuda_repo') or {}).get('module_packages') or {})
-    out = branch_section(settings, os_data, today)
+    # The inventory is the desired state: with no branch named, the installed branch is kept (desired_state).
+    version_branch = str(settings.get('version') or '').split('.', 1)[0]
+    wanted = desired_state.desired_branch(settings.get('branch') or version_branch or None,
+                                          desired_state.installed_branches(facts), os_data['default_branch'],
+                                          bool(settings.get('allow_downgrade', False)))
+    out = branch_section(dict(settings, branch=None if wanted['source'] == 'default' else wanted['branch']),
+                         os_data, today)
+    out.update(branch_source=wanted['source'], branch_reason=wanted['message'], downgrade=wanted['downgrade'])
+    out['errors'].extend(wanted['errors'])
     errors = out['errors']
     branch = out['branch']
     flavor = settings.get('flavor') or 'desktop'
@@ -258,7 +267,7 @@ def plan(settings, os_data, facts, apt=None, today=None):
         # name carries another branch (nvidia-utils-580, libnvidia-compute-580, nvidia-firmware-580-...) goes
         # in the same transaction, whether or not a Conflicts of the new branch would have removed it.
         removable = sorted(set(removable) | set(n for n in installed_drivers
-                                                if rollout.package_branch(n) not in ('', branch) and n not in keep))
+                                                if maintenance.package_branch(n) not in ('', branch) and n not in keep))
         out['remove'] = sorted(set([p for p in removable if _installed(apt, p)] if apt is not None else [])
                                | set(n for n in installed_drivers if n in removable))
         out['remove_candidates'] = removable
@@ -288,6 +297,27 @@ def plan(settings, os_data, facts, apt=None, today=None):
     return out
 
 
+NEW_MODULE_REASON = 'a new driver module was installed'
+
+
+def persistent_reasons(facts):
+    """The reasons for a reboot that the node's state shows, those a reboot should clear (PERSISTENT_REASONS)."""
+    return maintenance.persistent_reasons(facts)
+
+
+def reboot_record_after(reasons_after):
+    """What to do with the reboot record once the node is back from the reboot of this run.
+
+    reasons_after: the reasons a reboot should clear (PERSISTENT_REASONS), read again after the reboot.
+    Returns {'action': 'clear'|'keep', 'message'}: 'clear' when none is left (the reboot did its job, so a
+    later change starts from a clean record), 'keep' otherwise (the next run then refuses a reboot loop).
+    """
+    left = [r for r in reasons_after or [] if _reason_key(r)]
+    if not left:
+        return {'action': 'clear', 'message': 'the reboot cleared every reason it was done for'}
+    return {'action': 'keep', 'message': 'after the reboot the same still holds: %s' % '; '.join(left)}
+
+
 def _reason_key(reason):
     for prefix in PERSISTENT_REASONS:
         if reason.startswith(prefix):
@@ -308,7 +338,10 @@ def reboot_decision(reasons, state, boot_id):
     reasons = list(reasons or [])
     if not reasons:
         return {'action': 'none', 'message': '', 'repeated': []}
-    if state and state.get('boot_id') and state.get('boot_id') != boot_id:
+    # A module installed by this run is a new change: the record of an earlier change's reboot proves
+    # nothing about it (the loaded module is the old branch's until this reboot), so it is no loop.
+    fresh = NEW_MODULE_REASON in reasons
+    if state and state.get('boot_id') and state.get('boot_id') != boot_id and not fresh:
         before = state.get('reasons') or []
         keys_before = set(_reason_key(b) for b in before) - set([None])
         repeated = [r for r in reasons if _reason_key(r) in keys_before]

@@ -123,8 +123,70 @@ def pci(root, lspci_text=None):
             gpu.update({'generation': 'unknown', 'family': 'unknown', 'open_supported': None,
                         'open_required': None, 'proprietary_supported': None})
         gpus.append(gpu)
+    switches, others = nvswitches(functions)
+    kind, note = system_kind(gpus, switches)
     return {'gpus': gpus, 'nvidia_pci_devices': [f['address'] for f in functions], 'nvidia_pci_functions': functions,
-            'pci_source': source}
+            'pci_source': source, 'nvswitches': switches, 'nvidia_other_bridges': others, 'system_kind': kind,
+            'system_kind_note': note}
+
+
+# ---- NVSwitch and the system kind ---------------------------------------------------------------
+#
+# An NVSwitch is an NVIDIA PCI function of class 0x0680 ("Bridge", other), but so are the Ethernet
+# controllers of NVIDIA's nForce chipsets (MCP51 10de:0269, MCP61 10de:03ef: tests/fixtures/lspci). A
+# function counts as an NVSwitch only by its device ID or by its name ("... NVSwitch", from pci.ids
+# through lspci). Device IDs: 22a3 GH100 [H100 NVSwitch] (HGX H100/H200, seen in
+# tests/fixtures/lspci/hgx-h100-rhel94-lspci-Dnn.txt), 1af1 GA100 [A100 NVSwitch] (HGX A100), 1ac2 the
+# first NVSwitch (HGX-2, V100; pci.ids, not seen in a capture here). HGX B200/B300 (NVSwitch gen 4) are
+# NOT found this way: NVIDIA's Fabric Manager guide says their NVSwitches are not PCIe devices on the host
+# (the host sees ConnectX-7 bridge functions; their fabric needs the NVLink subnet manager besides
+# Fabric Manager); GB200/GB300 NVL72 compute trays run no Fabric Manager (IMEX instead).
+NVSWITCH_DEVICE_IDS = {'0x1ac2': 'NVSwitch (HGX-2, V100)', '0x1af1': 'A100 NVSwitch (HGX A100)',
+                       '0x22a3': 'H100 NVSwitch (HGX H100/H200)'}
+NVSWITCH_NAME = re.compile(r'\bNVSwitch\b', re.I)
+BRIDGE_OTHER_CLASS = '0x0680'
+
+
+def nvswitches(functions):
+    """Split the NVIDIA PCI functions of class 0x0680: NVSwitches (by device ID or name) and the others.
+
+    ``functions`` are dicts with address, device, class and name (pci()'s nvidia_pci_functions).
+    Returns (switches, others): each switch gets ``model`` (the known name, else lspci's); ``others``
+    are the 0x0680 functions that are not known NVSwitches (nForce Ethernet, or an NVSwitch this
+    list does not know and lspci could not name): reported, never counted as NVSwitches.
+    """
+    switches, others = [], []
+    for function in functions:
+        if not (function.get('class') or '').startswith(BRIDGE_OTHER_CLASS):
+            continue
+        device = (function.get('device') or '').lower()
+        name = function.get('name') or ''
+        if device in NVSWITCH_DEVICE_IDS or NVSWITCH_NAME.search(name):
+            row = dict((k, function.get(k, '')) for k in ('address', 'device', 'class', 'name'))
+            row['model'] = NVSWITCH_DEVICE_IDS.get(device) or name
+            switches.append(row)
+        else:
+            others.append(dict((k, function.get(k, '')) for k in ('address', 'device', 'class', 'name')))
+    return switches, others
+
+
+def system_kind(gpus, switches):
+    """'hgx_nvswitch' with NVSwitch functions on the PCI bus, 'pcie' with GPUs and none, 'none' without GPUs.
+
+    Returns (kind, note): the note says why, and, for Blackwell or newer GPUs, that an HGX B200/B300 or
+    GB200 cannot be told from PCI (its NVSwitches are not PCI functions on the host).
+    """
+    if switches:
+        return 'hgx_nvswitch', ('%d NVSwitch function(s) on the PCI bus (%s): NVIDIA Fabric Manager must run at '
+                                'exactly the driver\'s version' % (len(switches), switches[0]['model']))
+    if not gpus:
+        return 'none', 'no NVIDIA GPU on the PCI bus'
+    note = 'NVIDIA GPU(s) and no NVSwitch function on the PCI bus'
+    if any(g.get('generation') == 'blackwell-or-newer' for g in gpus):
+        note += ('; Blackwell or newer GPUs: an HGX B200/B300 has NVSwitches that are not PCI functions on the '
+                 'host (their fabric needs NVIDIA\'s NVLink subnet manager), and a GB200/GB300 NVL72 tray uses '
+                 'IMEX; neither is told from PCI nor managed by this collection')
+    return 'pcie', note
 
 
 # ---- kernel modules and the loaded driver ----------------------------------------------------------
@@ -205,6 +267,49 @@ def kernels(root, running):
     return {'kernel_running': running, 'kernels': [found[k] for k in sorted(found)],
             'installed_kernels': sorted(found), 'kernel_headers_versions': sorted(with_headers),
             'kernel_headers_for_running': running in with_headers}
+
+
+# Kernel metapackages: what brings the next kernel (Ubuntu linux-generic, linux-image-generic-hwe-24.04,
+# linux-lowlatency; Debian linux-image-amd64). Per-kernel packages carry the kernel version after the prefix
+# (linux-image-6.8.0-149-generic) and are not metapackages.
+KERNEL_META = re.compile(r'^linux-(?:image-)?(?P<flavour>(?![0-9])[a-z][a-z0-9.+-]*)$')
+NOT_FLAVOURS = re.compile(r'^(base|firmware|libc-dev|tools-common|headers-.*|image|image-.*|modules-.*|source.*|doc|'
+                          r'sound-base|tools-.*|cloud-tools-.*|objects-.*|signatures-.*|restricted-modules-.*)$')
+
+
+def kernel_packages(root, run, kernel_list):
+    """Kernel metapackages installed (dpkg) and the flavours they bring, and the kernel the node boots next.
+
+    kernel_flavours: the flavours of the installed kernel metapackages, for example ['generic'] from
+    linux-generic / linux-image-generic, ['generic-hwe-24.04'], ['amd64'] on Debian; the prebuilt NVIDIA
+    module metapackages follow them (linux-modules-nvidia-<B>[-server][-open]-<flavour>).
+    kernel_next_boot: the kernel /boot/vmlinuz points to (Debian and Ubuntu keep it on the newest), else the
+    newest installed kernel by version; '' without a kernel.
+    """
+    metas, flavours = [], set()
+    rc, out, _err = run(['dpkg-query', '-W', '-f=${db:Status-Abbrev} ${Package}\\n'])
+    if rc == 0:
+        for line in (out or '').splitlines():
+            parts = line.split()
+            if len(parts) < 2 or not parts[0].startswith('ii'):
+                continue
+            match = KERNEL_META.match(parts[1].split(':')[0])
+            if match and not NOT_FLAVOURS.match(match.group('flavour')):
+                metas.append(parts[1].split(':')[0])
+                flavours.add(match.group('flavour'))
+    nxt = ''
+    link = path_of(root, 'boot/vmlinuz')
+    if os.path.islink(link):
+        target = os.path.basename(os.readlink(link))
+        if target.startswith('vmlinuz-') and target[len('vmlinuz-'):] in kernel_list:
+            nxt = target[len('vmlinuz-'):]
+    if not nxt and kernel_list:
+        nxt = sorted(kernel_list, key=_version_key)[-1]
+    return {'kernel_metapackages': sorted(metas), 'kernel_flavours': sorted(flavours), 'kernel_next_boot': nxt}
+
+
+def _version_key(version):
+    return [int(p) if p.isdigit() else p for p in re.split(r'[.+~-]', version)]
 
 
 # ---- the installed driver --------------------------------------------------------------------------
@@ -430,6 +535,8 @@ def gather(root, run, which, running_kernel, sections=SECTIONS, lspci_text=None)
         facts['running_kernel_is_host'] = facts['container']
     if 'driver' in sections:
         facts.update(driver(root, run, which))
+        installed = facts['installed_kernels'] if 'installed_kernels' in facts else kernels(root, running_kernel)['installed_kernels']
+        facts.update(kernel_packages(root, run, installed))
     if 'rke2' in sections:
         facts.update(rke2(root, run))
     if 'runtimes' in sections:

@@ -28,6 +28,8 @@ import json
 import signal
 import traceback
 
+from ansible.module_utils.basic import AnsibleModule
+
 KUBERNETES_IMPORT_ERROR = None
 try:
     import kubernetes
@@ -54,6 +56,19 @@ SECRET_KEYS = frozenset([
     'token', 'password', 'client-key-data', 'client-certificate-data', 'certificate-authority-data',
     'access-token', 'refresh-token', 'id-token', 'client-secret', 'secret', 'api_key',
 ])
+
+
+class KubeModule(AnsibleModule):
+    """An AnsibleModule that knows the secrets of a kubeconfig given as a dictionary before it logs its invocation.
+
+    AnsibleModule.__init__ logs the invocation to the journal (or syslog) of the host it runs on, masking only the
+    no_log options and the no_log_values known at that point: the token of a ``kubeconfig`` dictionary (an option
+    that is not no_log, see ``kubeconfig_secrets``) would reach that journal. The secrets are added first.
+    """
+
+    def _log_invocation(self):
+        self.no_log_values.update(kubeconfig_secrets(self.params.get('kubeconfig')))
+        super(KubeModule, self)._log_invocation()
 
 
 class K8sConnectionError(Exception):

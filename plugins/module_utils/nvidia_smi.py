@@ -230,6 +230,117 @@ def _parse_gpu(index, gpu):
         'compute_mode': _text(gpu, 'compute_mode'),
         'virtualization_mode': _text(gpu, 'gpu_virtualization_mode/virtualization_mode'),
         'mig_devices': mig_count,
+        'architecture': _text(gpu, 'product_architecture'),
+        'fabric_state': _text(gpu, 'fabric/state'),
+        'fabric_status': _text(gpu, 'fabric/status'),
+        'fabric_clique_id': _text(gpu, 'fabric/cliqueId'),
+        'fabric_cluster_uuid': _text(gpu, 'fabric/clusterUuid'),
+    }
+
+
+def yes_no(value):
+    """'Yes' -> True, 'No' -> False, anything else (N/A, missing) -> None."""
+    value = clean(value)
+    if value is None:
+        return None
+    value = value.lower()
+    if value == 'yes':
+        return True
+    if value == 'no':
+        return False
+    return None
+
+
+_LEADING_INT_RE = re.compile(r'^\s*(\d+)')
+
+
+def parse_leading_int(value):
+    """'16x' -> 16, '4' -> 4, '2560 bank(s)' -> 2560; None or no leading digits -> None."""
+    value = clean(value)
+    if value is None:
+        return None
+    match = _LEADING_INT_RE.match(value)
+    return int(match.group(1)) if match else None
+
+
+def _sum_known(values):
+    """The sum of the values that are integers; None when none is."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _uncorrectable(ecc, scope):
+    """Uncorrectable ECC errors of one scope (volatile or aggregate), whatever the DTD version names them.
+
+    DTD v12/v13: dram_uncorrectable + sram_uncorrectable_parity + sram_uncorrectable_secded (or
+    sram_uncorrectable); older DTDs: double_bit/total. None when nothing is reported (GeForce: N/A).
+    """
+    if ecc is None:
+        return None
+    node = ecc.find(scope)
+    if node is None:
+        return None
+    newer = [parse_int(_text(node, tag)) for tag in
+             ('dram_uncorrectable', 'sram_uncorrectable', 'sram_uncorrectable_parity', 'sram_uncorrectable_secded')]
+    total = _sum_known(newer)
+    if total is not None:
+        return total
+    return parse_int(_text(node, 'double_bit/total'))
+
+
+def _event_reasons(gpu):
+    """{'hw_slowdown': True, ...} from <clocks_event_reasons> (DTD v12+) or <clocks_throttle_reasons>."""
+    reasons = {}
+    for section in ('clocks_event_reasons', 'clocks_throttle_reasons'):
+        node = gpu.find(section)
+        if node is None:
+            continue
+        for child in node:
+            name = child.tag.split('_reason_', 1)[-1]
+            value = clean(child.text)
+            if value is None:
+                continue
+            reasons[name] = value.lower() == 'active'
+    return reasons
+
+
+def _processes(gpu):
+    """Number of <process_info> entries, or None when <processes> is missing or N/A."""
+    node = gpu.find('processes')
+    if node is None:
+        return None
+    found = node.findall('process_info')
+    if not found and clean(node.text) is None and (node.text or '').strip():
+        return None
+    return len(found)
+
+
+def _parse_health(gpu):
+    """The fields a health check reads from one <gpu> element; every value may be None (N/A)."""
+    ecc = gpu.find('ecc_errors')
+    return {
+        'ecc_volatile_uncorrectable': _uncorrectable(ecc, 'volatile'),
+        'ecc_aggregate_uncorrectable': _uncorrectable(ecc, 'aggregate'),
+        'sram_threshold_exceeded': yes_no(_text(gpu, 'ecc_errors/aggregate/sram_threshold_exceeded')),
+        'unrepairable_memory': yes_no(_text(gpu, 'ecc_errors/unrepairable_memory')),
+        'retired_pages_sbe': parse_int(_text(gpu, 'retired_pages/multiple_single_bit_retirement/retired_count')),
+        'retired_pages_dbe': parse_int(_text(gpu, 'retired_pages/double_bit_retirement/retired_count')),
+        'retired_pages_pending': _any_true(yes_no(_text(gpu, 'retired_pages/pending_retirement')),
+                                           yes_no(_text(gpu, 'retired_pages/pending_blacklist'))),
+        'remapped_rows_correctable': parse_int(_text(gpu, 'remapped_rows/remapped_row_corr')),
+        'remapped_rows_uncorrectable': parse_int(_text(gpu, 'remapped_rows/remapped_row_unc')),
+        'remapped_rows_pending': yes_no(_text(gpu, 'remapped_rows/remapped_row_pending')),
+        'remapped_rows_failure': yes_no(_text(gpu, 'remapped_rows/remapped_row_failure')),
+        'clocks_event_reasons': _event_reasons(gpu),
+        'performance_state': _text(gpu, 'performance_state'),
+        'pcie_gen_max': parse_leading_int(_text(gpu, 'pci/pci_gpu_link_info/pcie_gen/max_link_gen')),
+        'pcie_gen_current': parse_leading_int(_text(gpu, 'pci/pci_gpu_link_info/pcie_gen/current_link_gen')),
+        'pcie_width_max': parse_leading_int(_text(gpu, 'pci/pci_gpu_link_info/link_widths/max_link_width')),
+        'pcie_width_current': parse_leading_int(_text(gpu, 'pci/pci_gpu_link_info/link_widths/current_link_width')),
+        'pcie_replay_counter': parse_int(_text(gpu, 'pci/replay_counter')),
+        'fabric_state': _text(gpu, 'fabric/state'),
+        'fabric_status': _text(gpu, 'fabric/status'),
+        'processes': _processes(gpu),
     }
 
 
@@ -503,7 +614,8 @@ def check_expectations(facts, expect):
     ``expect`` keys (None means not checked): driver_branch, driver_version (exact, or a prefix
     ending at a dot: '535.54' matches '535.54.03'), gpu_count, min_gpu_count, product (a regular
     expression searched in each GPU's name), persistence_mode and mig_mode ('Enabled'/'Disabled',
-    compared with every GPU's current mode).
+    compared with every GPU's current mode), fabric_complete (True: every Hopper-or-newer GPU's NVLink
+    fabric is Completed with status Success, see fabric_problems).
     """
     problems = []
     want = expect.get('driver_branch')
@@ -537,4 +649,45 @@ def check_expectations(facts, expect):
                 problems.append('GPU %s (%s) %s: expected %s, found %s'
                                 % (gpu['index'], gpu['pci_bus_id'], key, want,
                                    found if found is not None else 'N/A'))
+    if expect.get('fabric_complete'):
+        problems.extend(fabric_problems(facts))
+    return problems
+
+
+# ---- NVLink fabric (NVSwitch systems) -----------------------------------------------------------
+#
+# nvidia-smi -q -x reports per GPU a <fabric> element (DTD v12 and later): <state> and <status>, N/A where
+# the GPU has no fabric to join (PCIe GPUs, and every GPU before Hopper: the real captures in
+# tests/fixtures/nvidia-smi-xml, A100 SXM4 included, all say N/A). On an NVSwitch system with Hopper or
+# newer GPUs the state goes "Not Started" / "In Progress" / "Completed" and the status reads "Success" once
+# NVIDIA Fabric Manager has configured the switches (nvidia-smi -q on an HGX: "Fabric / State: Completed /
+# Status: Success"); CUDA fails with error 802 "system not yet initialized" until then.
+FABRIC_ARCHITECTURES = ('hopper', 'blackwell')
+FABRIC_DONE_STATE = 'completed'
+FABRIC_DONE_STATUS = 'success'
+
+
+def fabric_gpus(facts):
+    """The parsed GPUs that take part in an NVLink fabric (Hopper or newer by <product_architecture>)."""
+    out = []
+    for gpu in facts.get('gpus') or []:
+        arch = (gpu.get('architecture') or '').lower()
+        if any(arch.startswith(a) for a in FABRIC_ARCHITECTURES):
+            out.append(gpu)
+    return out
+
+
+def fabric_problems(facts):
+    """Every Hopper-or-newer GPU whose fabric is not "Completed" with status "Success", as sentences.
+
+    Call it only for an NVSwitch system: elsewhere N/A is the right answer. Pre-Hopper GPUs (A100 HGX)
+    report N/A on every system and are not judged here.
+    """
+    problems = []
+    for gpu in fabric_gpus(facts):
+        state, status = gpu.get('fabric_state'), gpu.get('fabric_status')
+        if (state or '').lower() != FABRIC_DONE_STATE or (status or '').lower() != FABRIC_DONE_STATUS:
+            problems.append('GPU %s (%s, %s): fabric state %s, status %s (expected Completed, Success: is '
+                            'nvidia-fabricmanager running at the driver\'s version?)'
+                            % (gpu['index'], gpu.get('pci_bus_id'), gpu.get('name'), state or 'N/A', status or 'N/A'))
     return problems

@@ -151,22 +151,46 @@ def os_row(distribution, major_version):
 
 
 # --------------------------------------------------------------------------------------------
-# NVIDIA's driver branch support table. Branches absent from the table are not supported by
+# NVIDIA's driver branch support table. Branches absent from NVIDIA's table are not supported by
 # NVIDIA (any more, or never were datacenter branches), and are treated like a branch past its
-# end of life.
+# end of life. "branches" holds NVIDIA's rows; "archive_branches" the branches the archives the
+# collection is tested against still offer that NVIDIA's table does not list (each with where it was
+# seen), so that a branch a node can get is never unknown here: tests/unit/plugins/module_utils/
+# test_support.py fails when a branch seen in the captured apt outputs (tests/fixtures/apt, dkms) is
+# in neither. "confirmed": False marks a row NVIDIA's table does not state (kind and end of life unknown).
 DRIVER_SUPPORT = {
-    'source': ('NVIDIA, "Supported Drivers and CUDA Toolkit Versions" (R615 documentation), '
-               'https://docs.nvidia.com/datacenter/tesla/drivers/615/supported-drivers-and-cuda-toolkit-versions.html; '
+    'source': ('NVIDIA, "Supported Drivers and CUDA Toolkit Versions" (R615 documentation, '
+               'https://docs.nvidia.com/datacenter/tesla/drivers/615/supported-drivers-and-cuda-toolkit-versions.html: '
+               'R535, R580, R595, R610; R620 documentation, '
+               'https://docs.nvidia.com/datacenter/tesla/drivers/620/supported-drivers-and-cuda-toolkit-versions.html: '
+               'R580, R595, R620, "Only Long Term Support and Production branches are listed. New Feature Branches are '
+               'short-lived and do not have an end-of-life date"); '
                'last branch for Maxwell, Pascal and Volta: NVIDIA "CUDA Toolkit, driver and architecture matrix", '
                'https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html'),
-    'as_of': '2026-11-23',
+    'as_of': '2026-11-24',
     # kind: LTSB = Long Term Support Branch, PB = Production Branch, NFB = New Feature Branch.
     # eol: the month NVIDIA's table gives as end of life; supported through the end of that month.
     'branches': {
-        '535': {'kind': 'LTSB', 'eol': '2026-06'},
-        '580': {'kind': 'LTSB', 'eol': '2028-06'},
-        '595': {'kind': 'PB', 'eol': '2027-03'},
-        '610': {'kind': 'NFB', 'eol': '2026-08'},
+        '535': {'kind': 'LTSB', 'eol': '2026-06', 'confirmed': True},
+        '580': {'kind': 'LTSB', 'eol': '2028-06', 'confirmed': True},
+        '595': {'kind': 'PB', 'eol': '2027-03', 'confirmed': True},
+        '610': {'kind': 'NFB', 'eol': '2026-08', 'confirmed': True},
+        # UNCONFIRMED: NVIDIA publishes R615 documentation and Ubuntu noble-updates ships 615.71.09 (server
+        # flavour and Fabric Manager included), but neither the R615 nor the R620 table has a R615 row, and
+        # the R620 table lists only LTSB and PB branches: R615's kind and end of life are not stated.
+        '615': {'kind': None, 'eol': None, 'confirmed': False},
+        '620': {'kind': 'LTSB', 'eol': '2029-09', 'confirmed': True},
+    },
+    # Branches the tested archives offer that NVIDIA's table does not list (status "unlisted"), with
+    # where they were seen. Ubuntu: restricted/multiverse, 2026-11-23/24 (roles/nvidia_driver/vars/Ubuntu.yml,
+    # FIELD.md C.1); Debian: packages.debian.org and the captured simulations in tests/fixtures/apt.
+    'archive_branches': {
+        '525': 'Ubuntu 22.04 (transitional: 525 -> 535 -> 580, tests/fixtures/apt/ubuntu2204-simulate-525.txt)',
+        '550': 'Debian 13 (nvidia-open-kernel-dkms 550.163.01, tests/fixtures/apt/debian13-simulate-open.txt); '
+               'Ubuntu 24.04 (transitional to 580; nvidia-fabricmanager-550 in noble-updates)',
+        '570': 'Ubuntu 24.04 (transitional to 580; nvidia-fabricmanager-570 in noble-updates)',
+        '575': 'Ubuntu 24.04 noble-updates (nvidia-fabricmanager-575)',
+        '590': 'Ubuntu 24.04 noble-updates (nvidia-fabricmanager-590; 590 is transitional to 595 in the archive)',
     },
     # R580 is the last branch that supports Maxwell, Pascal and Volta GPUs.
     'last_branch_pre_turing': 580,
@@ -194,24 +218,39 @@ def _as_date(today):
     return datetime.datetime.strptime(str(today)[:10], '%Y-%m-%d').date()
 
 
+def known_branches():
+    """Every branch the table knows: NVIDIA's rows and the archive branches NVIDIA no longer lists."""
+    return sorted(set(DRIVER_SUPPORT['branches']) | set(DRIVER_SUPPORT['archive_branches']))
+
+
 def driver_branch_status(branch, today=None):
     """Where a driver branch stands in NVIDIA's support table on ``today`` (a date or 'YYYY-MM-DD').
 
-    Returns a dict: branch, listed (in the table), kind, kind_name, eol ('YYYY-MM' or None),
-    supported (listed and not past its end of life), status ('supported', 'eol' or 'unlisted'),
-    message (one sentence for the play output and the preflight report), source, as_of.
+    Returns a dict: branch, listed (in NVIDIA's table), kind, kind_name, eol ('YYYY-MM' or None),
+    confirmed (False for a row NVIDIA's table does not state), archive (where the tested archives offer
+    a branch NVIDIA no longer lists, else None), supported (listed, confirmed and not past its end of
+    life), status ('supported', 'eol', 'unlisted' or 'unconfirmed'), message (one sentence for the play
+    output and the preflight report), source, as_of.
     """
     branch = str(branch)
     day = _as_date(today)
     row = DRIVER_SUPPORT['branches'].get(branch)
     out = {'branch': branch, 'listed': row is not None, 'kind': None, 'kind_name': None, 'eol': None,
+           'confirmed': bool(row and row.get('confirmed')), 'archive': DRIVER_SUPPORT['archive_branches'].get(branch),
            'source': DRIVER_SUPPORT['source'], 'as_of': DRIVER_SUPPORT['as_of']}
     if row is None:
         listed = ', '.join('R%s (%s, end of life %s)' % (b, r['kind'], r['eol'])
-                           for b, r in sorted(DRIVER_SUPPORT['branches'].items()))
+                           for b, r in sorted(DRIVER_SUPPORT['branches'].items()) if r.get('confirmed'))
+        seen = (' (the archives still offer it: %s)' % out['archive']) if out['archive'] else ''
         out.update(supported=False, status='unlisted',
                    message='driver branch R%s is not in NVIDIA\'s support table (as of %s: %s): NVIDIA no longer '
-                           'supports it' % (branch, DRIVER_SUPPORT['as_of'], listed))
+                           'supports it%s' % (branch, DRIVER_SUPPORT['as_of'], listed, seen))
+        return out
+    if not row.get('confirmed'):
+        out.update(supported=False, status='unconfirmed',
+                   message='driver branch R%s has NVIDIA documentation and packages, but NVIDIA\'s support table (as '
+                           'of %s) states neither its kind nor its end of life: support is UNCONFIRMED; R580 (Long '
+                           'Term Support Branch) and R595 (Production Branch) are confirmed' % (branch, DRIVER_SUPPORT['as_of']))
         return out
     out.update(kind=row['kind'], kind_name=KIND_NAMES[row['kind']], eol=row['eol'])
     if day > _month_end(row['eol']):

@@ -262,7 +262,7 @@ import os
 import re
 import time
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.baremetal.gpu.plugins.module_utils.gpu_nodes import (
@@ -273,6 +273,7 @@ from ansible_collections.baremetal.gpu.plugins.module_utils.gpu_nodes import (
 from ansible_collections.baremetal.gpu.plugins.module_utils.node_reader import (
     K8S_CONFIG,
     KUBERNETES_IMPORT_ERROR,
+    KubeModule,
     K8sConnectionError,
     NodeReader,
     guarded,
@@ -359,7 +360,7 @@ def read_nodes(reader, params):
 
 
 def main():
-    module = AnsibleModule(
+    module = KubeModule(
         argument_spec=argument_spec(),
         mutually_exclusive=[('name', 'label_selector'), ('expected_per_node', 'gpu_count', 'mig_devices')],
         required_one_of=[('name', 'label_selector')],

@@ -31,7 +31,8 @@ options:
     description:
       - What to read. V(all) reads everything.
       - V(pci), the NVIDIA PCI functions and the GPUs among them (PCI class 0x03), each with its generation
-        (L(baremetal.gpu.gpu_generation,https://github.com/NVIDIA/open-gpu-kernel-modules#compatible-gpus)).
+        (L(baremetal.gpu.gpu_generation,https://github.com/NVIDIA/open-gpu-kernel-modules#compatible-gpus)),
+        the NVSwitches and the system kind (PCIe, or HGX with NVSwitch).
       - V(modules), nouveau and the loaded NVIDIA driver (version, open or proprietary).
       - V(secure_boot), from the C(SecureBoot) EFI variable first and C(mokutil --sb-state) second.
       - V(kernels), the installed kernels (an image in C(/boot) and a modules directory) and their headers.
@@ -105,6 +106,29 @@ ansible_facts:
           description: Where the PCI data came from, V(sysfs), V(lspci) or V(none).
           type: str
           sample: sysfs
+        nvswitches:
+          description:
+            - The NVSwitch functions (HGX/DGX baseboards), told by device ID (C(0x22a3) H100, C(0x1af1) A100,
+              C(0x1ac2) HGX-2) or by the name lspci gives (C(... NVSwitch)); never by PCI class 0x0680 alone,
+              which NVIDIA's nForce chipset Ethernet controllers carry too.
+            - HGX B200/B300 NVSwitches are not PCI functions on the host and are not listed.
+          type: list
+          elements: dict
+          sample: [{"address": "0000:07:00.0", "device": "0x22a3", "class": "0x0680",
+                    "name": "NVIDIA Corporation GH100 [H100 NVSwitch]", "model": "H100 NVSwitch (HGX H100/H200)"}]
+        nvidia_other_bridges:
+          description: NVIDIA functions of PCI class 0x0680 that are not known NVSwitches (nForce Ethernet, for example).
+          type: list
+          elements: dict
+          sample: [{"address": "00:07.0", "device": "0x03ef", "class": "0x0680",
+                    "name": "NVIDIA Corporation MCP61 Ethernet"}]
+        system_kind:
+          description: V(hgx_nvswitch) (NVSwitch functions on the PCI bus), V(pcie) (GPUs, no NVSwitch) or V(none).
+          type: str
+          sample: hgx_nvswitch
+        system_kind_note:
+          description: Why; for Blackwell or newer GPUs, that an HGX B200/B300 or GB200 cannot be told from PCI.
+          type: str
         nouveau_loaded:
           description: V(true), V(false), or V(unknown) when C(/proc/modules) cannot be read.
           type: raw

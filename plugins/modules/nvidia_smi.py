@@ -99,6 +99,15 @@ options:
       - Expected current MIG mode of every GPU. GPUs without MIG report N/A and never match.
     type: str
     choices: [Enabled, Disabled]
+  fabric_complete:
+    description:
+      - On an NVSwitch system (HGX/DGX), expect every Hopper or newer GPU's NVLink fabric (the C(<fabric>)
+        element) to be in state V(Completed) with status V(Success), which it reaches once NVIDIA Fabric
+        Manager has configured the switches. GPUs before Hopper report N/A on every system and are not checked.
+      - Leave it V(false) on PCIe systems, where every GPU reports N/A.
+    type: bool
+    default: false
+    version_added: 0.3.0
 notes:
   - Runs C(nvidia-smi -q -x) with E(LC_ALL=C) and E(LANG=C) in its own session, through
     C(plugins/module_utils/deadline_run.py) rather than C(run_command), which has no time limit;
@@ -277,6 +286,21 @@ gpus:
     mig_devices:
       description: Number of MIG devices listed.
       type: int
+    architecture:
+      description: C(<product_architecture>), for example V(Hopper); V(null) where nvidia-smi does not print it.
+      type: str
+    fabric_state:
+      description: NVLink fabric state (V(Completed), V(In Progress), V(Not Started)); V(null) for N/A.
+      type: str
+    fabric_status:
+      description: NVLink fabric status (V(Success) once complete); V(null) for N/A.
+      type: str
+    fabric_clique_id:
+      description: NVLink clique ID (multi-node NVLink); V(null) for N/A.
+      type: str
+    fabric_cluster_uuid:
+      description: NVLink cluster UUID (multi-node NVLink); V(null) for N/A.
+      type: str
   sample:
     - index: 0
       name: NVIDIA A100-SXM4-80GB
@@ -345,7 +369,7 @@ STATUS_TIMEOUT = 'timeout'
 STATUS_UNPARSEABLE = 'unparseable_output'
 STATUS_FAILED = 'command_failed'
 EXPECTATIONS = ('driver_branch', 'driver_version', 'gpu_count', 'min_gpu_count', 'product',
-                'persistence_mode', 'mig_mode')
+                'persistence_mode', 'mig_mode', 'fabric_complete')
 
 
 def empty_result():
@@ -396,6 +420,7 @@ def main():
             product=dict(type='str'),
             persistence_mode=dict(type='str', choices=['Enabled', 'Disabled']),
             mig_mode=dict(type='str', choices=['Enabled', 'Disabled']),
+            fabric_complete=dict(type='bool', default=False),
         ),
         supports_check_mode=True,
     )

@@ -7,7 +7,11 @@ kubernetes.core's modules (k8s_info, k8s, k8s_drain) and baremetal.gpu.gpu_node_
 - discovery: GET /version, /api, /apis, /api/v1 (the core group's resource list, written from the
   Kubernetes API reference: nodes, pods, pods/eviction);
 - GET and PATCH /api/v1/nodes[/<name>] (strategic merge patch of plain maps: a null deletes a key;
-  applied to the stored Node, as the API server would for the fields these playbooks touch);
+  applied to the stored Node, as the API server would for the fields these playbooks touch); every write
+  bumps metadata.resourceVersion, and a PATCH or PUT that carries a stale metadata.resourceVersion is
+  refused with 409 Conflict, as the API server does (optimistic concurrency);
+- coordination.k8s.io/v1 Leases: GET, POST (201; 409 AlreadyExists when one of that name exists), PUT
+  (409 Conflict on a stale or missing resourceVersion; 404 when none), DELETE, with the discovery of the group;
 - GET /api/v1/pods?fieldSelector=spec.nodeName=<n>&labelSelector=..., GET and DELETE
   /api/v1/namespaces/<ns>/pods/<name>, POST .../pods/<name>/eviction (the pod is gone afterwards).
 
@@ -25,6 +29,15 @@ from k8s_replay import JsonHandler, LocalServer, selector_matches, status, write
 
 __all__ = ['ApiDouble', 'merge_patch', 'write_kubeconfig']
 
+COORDINATION = {
+    'kind': 'APIResourceList', 'apiVersion': 'v1', 'groupVersion': 'coordination.k8s.io/v1',
+    'resources': [{'name': 'leases', 'singularName': 'lease', 'namespaced': True, 'kind': 'Lease',
+                   'verbs': ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch']}],
+}
+GROUPS = {'kind': 'APIGroupList', 'apiVersion': 'v1', 'groups': [
+    {'name': 'coordination.k8s.io', 'versions': [{'groupVersion': 'coordination.k8s.io/v1', 'version': 'v1'}],
+     'preferredVersion': {'groupVersion': 'coordination.k8s.io/v1', 'version': 'v1'}}]}
+
 CORE_RESOURCES = {
     'kind': 'APIResourceList', 'apiVersion': 'v1', 'groupVersion': 'v1',
     'resources': [
@@ -37,6 +50,12 @@ CORE_RESOURCES = {
          'kind': 'Eviction', 'verbs': ['create']},
     ],
 }
+
+
+def conflict(kind, name):
+    """The API server's answer to a write with a stale resourceVersion."""
+    return status(409, 'Conflict', 'Operation cannot be fulfilled on %s "%s": the object has been modified; please '
+                  'apply your changes to the latest version and try again' % (kind, name), {'name': name, 'kind': kind})
 
 
 def merge_patch(target, patch):
@@ -57,11 +76,26 @@ class ApiDouble(LocalServer):
         self.version = version
         self.nodes = {}
         self.pods = {}          # (namespace, name) -> Pod
+        self.leases = {}        # (namespace, name) -> Lease
+        self.resource_version = 100
+        self.conflicts = 0      # writes refused with 409
         super(ApiDouble, self).__init__(self._handler())
         self.requests = []      # (method, path, body or None)
 
     def add_node(self, node):
-        self.nodes[node['metadata']['name']] = copy.deepcopy(node)
+        node = copy.deepcopy(node)
+        self._bump(node)
+        self.nodes[node['metadata']['name']] = node
+
+    def _bump(self, obj):
+        self.resource_version += 1
+        obj.setdefault('metadata', {})['resourceVersion'] = str(self.resource_version)
+        return obj
+
+    def stale(self, stored, body):
+        """A write carrying a resourceVersion other than the stored one (the API server's 409 Conflict)."""
+        wanted = ((body or {}).get('metadata') or {}).get('resourceVersion')
+        return wanted is not None and str(wanted) != str((stored.get('metadata') or {}).get('resourceVersion'))
 
     def add_pod(self, pod):
         self.pods[(pod['metadata']['namespace'], pod['metadata']['name'])] = copy.deepcopy(pod)
@@ -95,7 +129,12 @@ class ApiDouble(LocalServer):
                 if path == '/api':
                     return self._send(200, {'kind': 'APIVersions', 'versions': ['v1'], 'serverAddressByClientCIDRs': []})
                 if path == '/apis':
-                    return self._send(200, {'kind': 'APIGroupList', 'apiVersion': 'v1', 'groups': []})
+                    return self._send(200, GROUPS)
+                if path == '/apis/coordination.k8s.io/v1':
+                    return self._send(200, COORDINATION)
+                if parts[:4] == ['apis', 'coordination.k8s.io', 'v1', 'namespaces'] and len(parts) >= 6 \
+                        and parts[5] == 'leases':
+                    return self._lease(method, parts[4], parts[6] if len(parts) > 6 else None, body)
                 if path == '/api/v1':
                     return self._send(200, CORE_RESOURCES)
                 if parts[:3] == ['api', 'v1', 'nodes']:
@@ -117,12 +156,49 @@ class ApiDouble(LocalServer):
                 if node is None:
                     return self._send(404, status(404, 'NotFound', 'nodes "%s" not found' % name,
                                                   {'name': name, 'kind': 'nodes'}))
+                if method in ('PATCH', 'PUT') and double.stale(node, body):
+                    double.conflicts += 1
+                    return self._send(409, conflict('nodes', name))
                 if method == 'PATCH':
                     patch = dict(body or {})
                     patch.pop('kind', None)
                     patch.pop('apiVersion', None)
                     merge_patch(node, patch)
+                    double._bump(node)
                 return self._send(200, node)
+
+            def _lease(self, method, namespace, name, body):
+                if name is None and method == 'POST':
+                    name = ((body or {}).get('metadata') or {}).get('name')
+                    if (namespace, name) in double.leases:
+                        return self._send(409, status(409, 'AlreadyExists', 'leases.coordination.k8s.io "%s" already '
+                                                      'exists' % name, {'name': name, 'group': 'coordination.k8s.io',
+                                                                        'kind': 'leases'}))
+                    lease = copy.deepcopy(body)
+                    lease['metadata']['namespace'] = namespace
+                    lease['metadata'].pop('resourceVersion', None)
+                    double.leases[(namespace, name)] = double._bump(lease)
+                    return self._send(201, lease)
+                if name is None:
+                    items = [v for (ns, _n), v in sorted(double.leases.items()) if ns == namespace]
+                    return self._send(200, {'kind': 'LeaseList', 'apiVersion': 'coordination.k8s.io/v1',
+                                            'metadata': {'resourceVersion': str(double.resource_version)}, 'items': items})
+                lease = double.leases.get((namespace, name))
+                if lease is None:
+                    return self._send(404, status(404, 'NotFound', 'leases.coordination.k8s.io "%s" not found' % name,
+                                                  {'name': name, 'group': 'coordination.k8s.io', 'kind': 'leases'}))
+                if method == 'PUT':
+                    if not ((body or {}).get('metadata') or {}).get('resourceVersion') or double.stale(lease, body):
+                        double.conflicts += 1
+                        return self._send(409, conflict('leases.coordination.k8s.io', name))
+                    new = copy.deepcopy(body)
+                    new['metadata']['namespace'] = namespace
+                    double.leases[(namespace, name)] = double._bump(new)
+                    return self._send(200, new)
+                if method == 'DELETE':
+                    del double.leases[(namespace, name)]
+                    return self._send(200, status(200, '', ''))
+                return self._send(200, lease)
 
             def _list_pods(self, query):
                 field = query.get('fieldSelector', [''])[0]
@@ -159,5 +235,8 @@ class ApiDouble(LocalServer):
 
             def do_DELETE(self):
                 self._route('DELETE')
+
+            def do_PUT(self):
+                self._route('PUT')
 
         return Handler

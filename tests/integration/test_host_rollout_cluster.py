@@ -102,7 +102,7 @@ def test_a_quiet_node_is_not_touched_and_its_disruption_is_held_back(tmp_path, c
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert [m for m, _p, _b in cluster.requests if m != 'GET'] == []
     assert not (tmp_path / 'state' / 'host-rollout.json').exists()
-    assert re.search(r'upgrade_host_rollout_hold_back\W{1,4}true', res.stdout), res.stdout[-3000:]
+    assert re.search(r'__baremetal_gpu_hold_back\W{1,4}true', res.stdout), res.stdout[-3000:]
 
 
 def test_plan_finds_the_node_through_the_api(tmp_path, cluster):
@@ -113,7 +113,7 @@ def test_plan_finds_the_node_through_the_api(tmp_path, cluster):
               args=['--skip-tags', 'nvidia_driver', '-v'])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert 'gpu-a: in a cluster (the cluster API lists Node nori)' in res.stdout
-    assert 'no node of a cluster needs a reboot or an RKE2 restart' in res.stdout
+    assert 'nothing disruptive to do: every GPU node runs at once' in res.stdout
 
 
 def test_plan_refuses_a_bad_batch_size_before_anything(tmp_path, cluster):
@@ -138,3 +138,15 @@ def test_plan_resumes_a_node_the_last_rollout_left_cordoned(tmp_path, cluster):
     assert 'minus 0 already unschedulable' in res.stdout
     assert 'resume: the last rollout left it out of service (label baremetal.gpu/host-rollout=upgrading)' in res.stdout
     assert [m for m, _p, _b in cluster.requests if m != 'GET'] == []
+
+
+def test_plan_maps_the_node_by_its_hostname_label(tmp_path, cluster):
+    # The Node's name differs from every name of the host; its kubernetes.io/hostname label is the host's.
+    renamed = copy.deepcopy(NORI)
+    renamed['metadata']['name'] = 'nori.k8s.example'
+    renamed['metadata']['labels']['kubernetes.io/hostname'] = 'nori'
+    cluster.add_node(renamed)
+    res = run(tmp_path, cluster, ['host_rollout_plan'], {'upgrade_host_rollout_plan': None},
+              args=['--skip-tags', 'nvidia_driver', '-v'])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert 'gpu-a: in a cluster (the cluster API lists Node nori.k8s.example)' in res.stdout

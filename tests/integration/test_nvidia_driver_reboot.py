@@ -36,7 +36,7 @@ PLAY = """---
 """
 
 
-def run(tmp_path, state, extra=()):
+def run(tmp_path, state, extra=(), more=None):
     case = {
         "__gpu_node": {"gpus": [GPU], "nvidia_loaded_version": "", "nvidia_loaded_flavour": "", "nouveau_loaded": False,
                        "container": False, "secure_boot": "disabled"},
@@ -45,6 +45,7 @@ def run(tmp_path, state, extra=()):
         "__nvidia_driver_probe": {"nvidia_pci_devices": [GPU["address"]], "loaded_nvidia_version": "",
                                   "nouveau_loaded": False, "secure_boot": "disabled"},
     }
+    case.update(more or {})
     (tmp_path / "case_vars.yml").write_text(yaml.safe_dump(case))
     (tmp_path / "play.yml").write_text(PLAY)
     # Releases before 0.2.0 decided "container" from the virtualization facts in a role variable (this machine is
@@ -79,3 +80,23 @@ def test_reboot_disabled_as_an_e_string_only_reports(tmp_path):
     rc, out = run(tmp_path, {}, ["-e", "nvidia_driver_reboot_enabled=false"])
     assert rc == 0, out[-3000:]
     assert "but nvidia_driver_reboot_enabled is false: reboot it yourself (%s)" % REASON in out, out[-3000:]
+
+
+def test_a_second_driver_change_reboots_despite_the_first_changes_record(tmp_path):
+    # Issue 18: the record of the first change (written before its reboot, in another boot) was never removed on
+    # the upgrade path; the second change then saw "the same reason again" and failed after apt had installed the
+    # new branch. A module installed by this run is a new change: the role goes on to reboot (here it stops at the
+    # refusal to reboot the machine running Ansible, the furthest a run can get on this machine).
+    state = {"reboot": {"boot_id": "0f0f0f0f-the-first-changes-boot", "time": "2026-11-22T10:00:00Z",
+                        "reasons": ["a new driver module was installed",
+                                    "the loaded nvidia module is not the installed driver (loaded 570.211.01, "
+                                    "installed 580.178.04)"]}}
+    more = {"__gpu_node": {"gpus": [GPU], "nvidia_loaded_version": "580.178.04", "nvidia_loaded_flavour": "open",
+                           "nouveau_loaded": False, "container": False, "secure_boot": "disabled"},
+            "__nvidia_driver_install": {"changed": True}, "nvidia_driver_installed_version": "595.45.04"}
+    rc, out = run(tmp_path, state, more=more)
+    assert rc != 0
+    assert "still holds" not in out, out[-3000:]
+    assert "the play runs on it with a local connection" in out, out[-3000:]
+    assert "a new driver module was installed; the loaded nvidia module is not the installed driver (loaded " \
+           "580.178.04, installed 595.45.04)" in out, out[-3000:]

@@ -47,6 +47,18 @@ def test_render_writes_what_would_go(tmp_path):
     assert "CRDs: kept" in res.stdout
 
 
+def test_a_disabled_role_is_left_alone(tmp_path):
+    # The inventory says the cluster's kube-prometheus-stack is not ours (issue 18): the uninstall must not remove it.
+    render = tmp_path / "render"
+    res = run_playbook(PLAYBOOK, "-e", "cluster_addons_render_dir=%s" % render, "-e", "uninstall_host_enabled=false",
+                       "-e", "cluster_addons_kube_prometheus_enabled=false", extra_env=NO_CLUSTER_ENV)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert not (render / "kube_prometheus").exists()
+    for role in ("dcgm_exporter", "device_plugin", "runtime_class"):
+        assert (render / role / "uninstall.yaml").exists()
+    assert "Left alone, not enabled here so not ours to remove: cluster_addons_kube_prometheus_enabled=false." in res.stdout
+
+
 def test_render_with_crds(tmp_path):
     plan, _res = uninstall(tmp_path, "-e", "uninstall_crds=true")
     crds = plan["kube_prometheus"]["custom_resource_definitions"]

@@ -187,13 +187,18 @@ def test_drain_evicts_what_is_left(tmp_path, cluster):
 
 def test_failure_labels_the_node_and_keeps_it_cordoned(tmp_path, cluster):
     cluster.add_node(NORI)
+    # The rescue alone does not fail the host (the others of its batch must finish); the stop step does.
     res = run(tmp_path, cluster, ['enter', 'failed'])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert 'the rollout stops (later batches are untouched); the node stays cordoned' in res.stdout
+    res = run(tmp_path, cluster, ['enter', 'failed', 'stop'])
     assert res.returncode != 0
     meta = node(cluster)['metadata']
     assert meta['labels'][STATE] == 'failed'
     assert 'nvidia-driver-599' in meta['annotations'][REASON]
+    assert meta['annotations']['baremetal.gpu/maintenance.time'].endswith('Z')
     assert node(cluster)['spec']['unschedulable'] is True
-    assert 'the rollout stops here' in res.stdout
+    assert 'so the rollout stops after this batch' in res.stdout
 
 
 def test_host_outside_the_cluster_is_said_so(tmp_path, cluster):

@@ -152,7 +152,9 @@ def test_packages_are_held_and_recorded(host):
     assert plan["hold"], plan
     assert set(plan["hold"]) <= held, (plan["hold"], held)
     record = json.loads(host.file("/var/lib/baremetal-gpu/nvidia_driver/holds.json").content_string)
-    assert record["held"] == sorted(plan["hold"])
+    fm = [p.split("=")[0] for p in _report(host)["fabric_manager"].get("packages", [])]
+    assert record["held"] == sorted(plan["hold"] + fm)
+    assert set(fm) <= held, (fm, held)
     # Every installed package of the plan is held: nothing the role installed can drift.
     for name in plan["packages"] + plan["kernel_packages"]:
         if name not in ("firmware-misc-nonfree",):
@@ -163,7 +165,9 @@ def test_unattended_upgrades_exclusion(host):
     f = host.file("/etc/apt/apt.conf.d/51baremetal-gpu-nvidia-driver")
     assert f.is_file
     dump = host.run("apt-config dump Unattended-Upgrade::Package-Blacklist").stdout
-    assert "^libnvidia-" in dump and "^linux-modules-nvidia-" in dump, dump
+    assert "^libnvidia-" in dump, dump
+    # The prebuilt module packages are left to apt: the flavour metapackage moves with the kernel (issue 19).
+    assert "linux-modules-nvidia" not in dump, dump
 
 
 def _own_entries(host):
@@ -209,3 +213,36 @@ def test_nvidia_smi_present_and_reports_no_gpu(host):
         (res.rc == 255 and "Failed to initialize NVML" in out), (res.rc, out)
     state = _report(host)["state"]
     assert state["driver_state"] in ("no_driver_communication", "nvml_init_failed"), state
+
+
+# ---- issue 19: Fabric Manager (forced NVSwitch facts on ubuntu2404), persistence daemon, module parameters ----
+
+def _version(host, name):
+    return host.run("dpkg-query -W -f '${Version}' %s" % name).stdout.strip()
+
+
+def test_fabric_manager_at_the_drivers_exact_version_held_and_enabled(host):
+    exp, fm = _expected(host), _report(host)["fabric_manager"]
+    installed = _installed(host, "nvidia-fabricmanager-*") + _installed(host, "libnvidia-nscq-*")
+    if not exp.get("fabric_manager"):
+        # A PCIe node (no NVSwitch in its facts) gets no Fabric Manager.
+        assert fm.get("wanted") in (False, "False", None) and installed == [], (fm, installed)
+        return
+    branch = exp["branch"]
+    assert installed == ["nvidia-fabricmanager-%s" % branch, "libnvidia-nscq-%s" % branch], installed
+    driver = _version(host, "nvidia-utils-%s" % branch)
+    upstream = driver.split("-")[0]
+    for name in installed:
+        assert _version(host, name).split("-")[0] == upstream, (name, _version(host, name), driver)
+    held = set(p.split(":")[0] for p in host.run("apt-mark showhold").stdout.split())
+    assert set(installed) <= held, held
+    assert host.run("systemctl is-enabled nvidia-fabricmanager.service").stdout.strip() == "enabled"
+
+
+def test_persistence_daemon_enabled(host):
+    assert host.run("systemctl is-enabled nvidia-persistenced.service").stdout.strip() in ("enabled", "static")
+
+
+def test_no_module_params_file_when_none_asked(host):
+    # Module parameters are tested on molecule/nvidia_driver_switch's node; none is asked here.
+    assert not host.file("/etc/modprobe.d/baremetal-gpu-nvidia-params.conf").exists

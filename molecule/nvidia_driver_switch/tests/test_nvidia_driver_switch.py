@@ -80,3 +80,40 @@ def test_final_state_is_proprietary_and_recorded_holds_match(host):
     held = set(p.split(":")[0] for p in host.run("apt-mark showhold").stdout.split())
     assert set(record["held"]) == held, (record["held"], held)
     assert "nvidia-kernel-source-580-open" not in held
+
+
+# ---- issue 19: Fabric Manager on forced NVSwitch facts, module parameters (final state) ----------------
+
+def _version(host, name):
+    return host.run("dpkg-query -W -f '${Version}' %s" % name).stdout.strip()
+
+
+def test_fabric_manager_at_the_drivers_exact_version_held_and_enabled(host):
+    out = host.run("dpkg-query -W -f '${Package} ${db:Status-Abbrev}\\n' 'nvidia-fabricmanager-*' 'libnvidia-nscq-*' "
+                   "2>/dev/null").stdout
+    installed = sorted(line.split()[0] for line in out.splitlines() if line.split()[-1][1:2] == "i")
+    assert installed == ["libnvidia-nscq-580", "nvidia-fabricmanager-580"], installed
+    driver = _version(host, "nvidia-utils-580")
+    for name in installed:
+        assert _version(host, name).split("-")[0] == driver.split("-")[0], (name, _version(host, name), driver)
+    held = set(p.split(":")[0] for p in host.run("apt-mark showhold").stdout.split())
+    assert set(installed) <= held, held
+    record = json.loads(host.file("/var/lib/baremetal-gpu/nvidia_driver/holds.json").content_string)
+    assert set(installed) <= set(record["held"]), record
+    assert host.run("systemctl is-enabled nvidia-fabricmanager.service").stdout.strip() == "enabled"
+
+
+def test_persistence_daemon_enabled(host):
+    assert host.run("systemctl is-enabled nvidia-persistenced.service").stdout.strip() in ("enabled", "static")
+
+
+def test_module_params_file_and_initramfs(host):
+    f = host.file("/etc/modprobe.d/baremetal-gpu-nvidia-params.conf")
+    lines = [ln for ln in f.content_string.splitlines() if ln and not ln.startswith("#")]
+    assert lines == ["options nvidia NVreg_EnableStreamMemOPs=1 NVreg_TemporaryFilePath=/var/tmp"]
+    assert f.mode == 0o644
+    for kernel in [n[len("vmlinuz-"):] for n in host.run("ls /boot").stdout.split() if n.startswith("vmlinuz-")]:
+        initrd = host.file("/boot/initrd.img-%s" % kernel)
+        assert initrd.mtime >= f.mtime, kernel
+        listing = host.run("lsinitramfs %s", initrd.path).stdout
+        assert "etc/modprobe.d/baremetal-gpu-nvidia-params.conf" in listing, initrd.path

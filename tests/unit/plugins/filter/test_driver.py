@@ -24,8 +24,10 @@ def fixture(*path):
 
 
 def test_every_filter_is_registered():
-    assert sorted(FILTERS) == ['apt_simulation', 'dkms_build_error', 'dkms_status', 'driver_modules', 'driver_plan',
-                               'gpg_primary_fingerprints', 'initramfs_contains', 'modinfo', 'nvidia_reboot_decision']
+    assert sorted(FILTERS) == ['apt_simulation', 'dkms_build_error', 'dkms_status', 'driver_desired_branch', 'driver_modules',
+                               'driver_plan', 'driver_upgrade_target',
+                               'gpg_primary_fingerprints', 'initramfs_contains', 'modinfo', 'nvidia_reboot_decision',
+                               'nvidia_reboot_record_after']
 
 
 def test_apt_simulation_filter_adds_branches_and_changes():
@@ -72,3 +74,19 @@ def test_driver_plan_filter_rejects_wrong_types():
 def test_gpg_filter():
     out = FILTERS['gpg_primary_fingerprints'](fixture('apt', 'gpg-show-keys-ubuntu-archive-keyring.txt'))
     assert 'F6ECB3762474EDA9D21B7022871920D1991BC93C' in out
+
+
+def test_reboot_record_after_a_reboot():
+    back = FILTERS['nvidia_reboot_record_after']({'gpus': [{'address': '0000:00:06.0'}], 'nvidia_loaded_version': '595.45.04',
+                                                  'driver_installed_versions': ['595.45.04'], 'container': False})
+    assert back == {'action': 'clear', 'message': 'the reboot cleared every reason it was done for', 'reasons': []}
+    stuck = FILTERS['nvidia_reboot_record_after']({'gpus': [{'address': '0000:00:06.0'}], 'nvidia_loaded_version': '',
+                                                   'driver_installed_versions': ['595.45.04'], 'container': False})
+    assert stuck['action'] == 'keep' and stuck['reasons'] == ['an NVIDIA GPU is present but no nvidia module is loaded']
+
+
+def test_desired_state_filters():
+    assert FILTERS['driver_upgrade_target']('595', None)['branch'] == '595'
+    assert FILTERS['driver_upgrade_target']('595', '580')['errors']
+    got = FILTERS['driver_desired_branch']({'driver_installed_branches': ['595']}, None, '580')
+    assert got['branch'] == '595' and got['source'] == 'installed'

@@ -311,3 +311,48 @@ def test_check_modules():
     other_branch = driver_plan.check_modules([{'item': 'k', 'rc': 0, 'stdout': open_info.replace('580.178', '570.195'),
                                                'stderr': ''}], plan)
     assert 'not branch 580' in other_branch['problems'][0]
+
+
+# ---- reboots that converge: two and three driver changes on one node (issue 18 item 3) ----------------
+
+def _change(state, boot, loaded, installed):
+    """One driver change as nvidia_driver's reboot.yml runs it: the reasons, the decision, the record written
+    before the reboot, the reboot (a new boot id), and what happens to the record after it."""
+    reasons = [driver_plan.NEW_MODULE_REASON] + driver_plan.persistent_reasons(
+        {'gpus': [H100], 'nvidia_loaded_version': loaded, 'driver_installed_versions': [installed], 'container': False})
+    decision = driver_plan.reboot_decision(reasons, state, boot)
+    if decision['action'] != 'reboot':
+        return decision, state, boot
+    state = {'boot_id': boot, 'reasons': reasons, 'time': 'T'}
+    boot = boot + '+1'
+    after = driver_plan.reboot_record_after(driver_plan.persistent_reasons(
+        {'gpus': [H100], 'nvidia_loaded_version': installed, 'driver_installed_versions': [installed],
+         'container': False}))
+    return decision, (None if after['action'] == 'clear' else state), boot
+
+
+def test_three_consecutive_driver_changes_each_reboot_once():
+    state, boot = None, 'boot-0'
+    for loaded, installed in (('570.211.01', '580.178.04'), ('580.178.04', '595.45.04'), ('595.45.04', '600.1.2')):
+        decision, state, boot = _change(state, boot, loaded, installed)
+        assert decision['action'] == 'reboot', decision
+        assert state is None
+
+
+def test_a_stale_record_of_an_earlier_change_is_no_loop():
+    # The record of the first change stayed (today's main never cleared it on the upgrade path); the second change
+    # installs a new module: that is a new reason to reboot, not the same one again.
+    stale = {'boot_id': 'boot-0', 'time': 'T',
+             'reasons': [driver_plan.NEW_MODULE_REASON,
+                         'the loaded nvidia module is not the installed driver (loaded 570.211.01, installed 580.178.04)']}
+    reasons = [driver_plan.NEW_MODULE_REASON,
+               'the loaded nvidia module is not the installed driver (loaded 580.178.04, installed 595.45.04)']
+    assert driver_plan.reboot_decision(reasons, stale, 'boot-1')['action'] == 'reboot'
+    # Without a new module the same reason after a reboot is still a loop.
+    assert driver_plan.reboot_decision(reasons[1:], stale, 'boot-1')['action'] == 'fail'
+
+
+def test_the_record_is_kept_when_the_reboot_did_not_help():
+    after = driver_plan.reboot_record_after(['an NVIDIA GPU is present but no nvidia module is loaded'])
+    assert after['action'] == 'keep' and 'still holds' in after['message']
+    assert driver_plan.reboot_record_after([])['action'] == 'clear'

@@ -327,3 +327,58 @@ def test_lspci_parse():
 ])
 def test_installed_driver_versions(packages, versions):
     assert node_facts.installed_driver_versions(packages) == versions
+
+
+# ---- NVSwitch and the system kind, on real lspci captures (tests/fixtures/lspci/SOURCE.md) ------------
+
+LSPCI = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'lspci')
+
+
+def lspci_capture(name):
+    with open(os.path.join(LSPCI, name)) as handle:
+        return handle.read()
+
+
+def test_hgx_h100_has_four_nvswitches_and_eight_gpus(tmp_path):
+    facts = node_facts.pci(str(tmp_path), lspci_capture('hgx-h100-rhel94-lspci-Dnn.txt'))
+    assert facts['pci_source'] == 'lspci'
+    assert [s['address'] for s in facts['nvswitches']] == ['0000:07:00.0', '0000:08:00.0', '0000:09:00.0', '0000:0a:00.0']
+    assert set(s['model'] for s in facts['nvswitches']) == {'H100 NVSwitch (HGX H100/H200)'}
+    assert len(facts['gpus']) == 8 and set(g['family'] for g in facts['gpus']) == {'Hopper'}
+    assert facts['nvidia_other_bridges'] == []
+    assert facts['system_kind'] == 'hgx_nvswitch'
+    assert 'Fabric Manager' in facts['system_kind_note']
+
+
+@pytest.mark.parametrize('capture, bridge, gpu', [
+    ('mcp61-geforce-g100-lspci-nn.txt', ('00:07.0', '0x03ef', 'NVIDIA Corporation MCP61 Ethernet'), '0x06e6'),
+    ('mcp51-geforce-8800gts-lspci-nn-grep-nv.txt',
+     ('00:14.0', '0x0269', 'nVidia Corporation MCP51 Ethernet Controller'), '0x0193'),
+])
+def test_nforce_ethernet_of_class_0680_is_not_an_nvswitch(tmp_path, capture, bridge, gpu):
+    facts = node_facts.pci(str(tmp_path), lspci_capture(capture))
+    # The chipset's Ethernet controller is an NVIDIA function of class 0x0680, exactly like an NVSwitch ...
+    assert [(b['address'], b['device'], b['name']) for b in facts['nvidia_other_bridges']] == [bridge]
+    assert [b['class'] for b in facts['nvidia_other_bridges']] == ['0x0680']
+    # ... and it is not one: no NVSwitch, a PCIe system.
+    assert facts['nvswitches'] == [] and facts['system_kind'] == 'pcie'
+    assert [g['device_id'] for g in facts['gpus']] == [gpu]
+
+
+def test_nvswitch_from_sysfs_by_device_id_without_a_name(tmp_path):
+    # sysfs knows no names: the device ID alone tells an NVSwitch (22a3) from an nForce Ethernet (03ef).
+    pci_function(tmp_path, '0000:1b:00.0', '0x10de', '0x2330', '0x030200')
+    pci_function(tmp_path, '0000:07:00.0', '0x10de', '0x22a3', '0x068000')
+    pci_function(tmp_path, '0000:00:07.0', '0x10de', '0x03ef', '0x068000')
+    facts = node_facts.pci(str(tmp_path))
+    assert [s['address'] for s in facts['nvswitches']] == ['0000:07:00.0']
+    assert [b['address'] for b in facts['nvidia_other_bridges']] == ['0000:00:07.0']
+    assert facts['system_kind'] == 'hgx_nvswitch'
+
+
+def test_pcie_and_no_gpu_kinds(tmp_path):
+    assert node_facts.pci(str(tmp_path), H100_LSPCI)['system_kind'] == 'pcie'
+    assert node_facts.pci(str(tmp_path))['system_kind'] == 'none'
+    # Blackwell: the kind cannot be read from PCI, and the note says so.
+    kind, note = node_facts.system_kind([{'generation': 'blackwell-or-newer'}], [])
+    assert kind == 'pcie' and 'NVLink subnet manager' in note and 'IMEX' in note

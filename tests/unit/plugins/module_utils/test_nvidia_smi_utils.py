@@ -135,7 +135,8 @@ def test_fixture(name):
     assert facts['attached_gpus'] == attached
     assert facts['dtd_version'] == dtd
     assert facts['gpu_count'] == len(gpus)
-    assert facts['gpus'] == gpus
+    # The keys EXPECTED spells out; the fabric and architecture keys are checked in test_fabric_of_every_capture.
+    assert [dict((k, got[k]) for k in want) for got, want in zip(facts['gpus'], gpus)] == gpus
 
 
 @pytest.mark.parametrize('name', sorted(EXPECTED))
@@ -415,3 +416,83 @@ def test_device_plugin_gpus_rules(modes, counts, expected):
 def fixture_bytes(name):
     with open(os.path.join(FIXTURES, name), 'rb') as handle:
         return handle.read()
+
+
+# ---- <fabric> and <product_architecture> ------------------------------------------------------------
+# Read from each file: every capture's <fabric> says N/A (state and status), where it has one; the
+# A100 SXM4 (HGX board, pre-Hopper) too. Architectures from <product_architecture>; files without it
+# (DTD v10/v11 and the 418 files) give None.
+FABRIC_ARCH = {
+    'device__h100-80gb-hbm3__580.159.04.xml': ['Hopper'],
+    'telegraf__3090-v13.xml': ['Ampere'],
+    'telegraf__a100-sxm4-v12.xml': ['Ampere'],
+    'telegraf__a10g.xml': ['Ampere'],
+    'telegraf__dual_2070-v13.xml': ['Turing', 'Turing'],
+    'telegraf__dual_2080-v13.xml': ['Turing', 'Turing'],
+    'telegraf__dual_a5000-v13.xml': ['Ampere', 'Ampere'],
+    'telegraf__gt-1030.xml': [None],
+    'telegraf__gtx-1070-ti.xml': [None],
+    'telegraf__gtx-1660-ti.xml': [None],
+    'telegraf__pro-6000-maxq-blackwell-v13.xml': ['Blackwell'],
+    'telegraf__quadro-p2000-v12.xml': ['Pascal'],
+    'telegraf__quadro-p400.xml': [None],
+    'telegraf__rtx-3060-v12.xml': ['Ampere'],
+    'telegraf__rtx-3080-v12.xml': ['Ampere'],
+    'telegraf__rtx-3080-v13.xml': ['Ampere'],
+    'telegraf__rtx-3090-v12.xml': ['Ampere'],
+    'telegraf__rtx-4000-sff-ada-v13.xml': ['Ada Lovelace'],
+    'telegraf__tesla-t4.xml': ['Turing'],
+    'telegraf__tesla_p4.xml': ['Pascal'],
+    'telegraf__tesla_t4.xml': ['Turing'],
+}
+
+
+@pytest.mark.parametrize('name', sorted(EXPECTED))
+def test_fabric_of_every_capture(name):
+    facts = smi.parse_nvidia_smi_xml(read(name))
+    raw = read(name).decode('utf-8', 'replace')
+    assert [g['architecture'] for g in facts['gpus']] == FABRIC_ARCH[name]
+    for got in facts['gpus']:
+        # N/A everywhere (or no <fabric> at all): no capture here is of an NVSwitch system.
+        assert (got['fabric_state'], got['fabric_status']) == (None, None)
+    without = ('telegraf__a10g.xml', 'telegraf__gt-1030.xml', 'telegraf__gtx-1070-ti.xml', 'telegraf__gtx-1660-ti.xml',
+               'telegraf__quadro-p400.xml', 'telegraf__tesla-t4.xml', 'telegraf__tesla_p4.xml', 'telegraf__tesla_t4.xml')
+    assert ('<fabric>' in raw) == (name not in without)
+
+
+def test_fabric_gpus_are_hopper_or_newer():
+    assert [g['name'] for g in smi.fabric_gpus(smi.parse_nvidia_smi_xml(read('device__h100-80gb-hbm3__580.159.04.xml')))] \
+        == ['NVIDIA H100 80GB HBM3']
+    assert smi.fabric_gpus(smi.parse_nvidia_smi_xml(read('telegraf__a100-sxm4-v12.xml'))) == []
+
+
+def test_fabric_problems_on_the_real_h100_capture():
+    # The real H100 (a single passed-through SXM GPU, no NVSwitch) reports N/A: judged as an NVSwitch
+    # system it is not ready, and the message says what was expected.
+    problems = smi.fabric_problems(smi.parse_nvidia_smi_xml(read('device__h100-80gb-hbm3__580.159.04.xml')))
+    assert problems == ['GPU 0 (00000000:00:06.0, NVIDIA H100 80GB HBM3): fabric state N/A, status N/A (expected '
+                        'Completed, Success: is nvidia-fabricmanager running at the driver\'s version?)']
+    # A pre-Hopper HGX GPU is not judged (its fabric reads N/A on every system).
+    assert smi.fabric_problems(smi.parse_nvidia_smi_xml(read('telegraf__a100-sxm4-v12.xml'))) == []
+
+
+def _h100_with_fabric(state, status):
+    # The real H100 capture with the two values an HGX reports put in; the values are those nvidia-smi -q
+    # prints on HGX H100 systems ("State : Completed", "Status : Success"; "In Progress" while Fabric Manager
+    # has not configured the switches, CUDA error 802). No real XML capture of an HGX was found to copy.
+    raw = read('device__h100-80gb-hbm3__580.159.04.xml').decode('utf-8')
+    raw = re.sub(r'(<fabric>\s*<state>)N/A(</state>\s*<status>)N/A(</status>)', r'\g<1>%s\g<2>%s\g<3>' % (state, status), raw)
+    assert '<state>%s</state>' % state in raw
+    return smi.parse_nvidia_smi_xml(raw)
+
+
+@pytest.mark.parametrize('state, status, ok', [
+    ('Completed', 'Success', True),
+    ('In Progress', 'N/A', False),
+    ('Not Started', 'N/A', False),
+    ('Completed', 'Failure', False),
+])
+def test_fabric_states(state, status, ok):
+    facts = _h100_with_fabric(state, status)
+    assert facts['gpus'][0]['fabric_state'] == (None if state == 'N/A' else state)
+    assert (smi.fabric_problems(facts) == []) is ok

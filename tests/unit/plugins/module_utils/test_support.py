@@ -90,6 +90,9 @@ def test_gpu_generation_refuses_garbage():
     ('595', '2026-11-23', 'supported'),
     ('595', '2027-04-01', 'eol'),
     ('610', '2026-11-23', 'eol'),
+    ('620', '2026-11-24', 'supported'),   # R620 documentation: LTSB, end of life September 2029
+    ('620', '2029-10-01', 'eol'),
+    ('615', '2026-11-24', 'unconfirmed'),  # Ubuntu ships it; NVIDIA's tables state no kind or end of life
     ('550', '2026-11-23', 'unlisted'),    # Debian 13's branch
     ('525', '2026-11-23', 'unlisted'),    # the articles' branch
     (580, '2026-11-23', 'supported'),     # -e nvidia_driver_branch=580 arrives as an int
@@ -105,6 +108,84 @@ def test_driver_branch_status(branch, today, status):
 def test_driver_branch_status_names_the_table_when_unlisted():
     got = support.driver_branch_status('550', '2026-11-23')
     assert 'not in NVIDIA' in got['message'] and 'R580 (LTSB, end of life 2028-06)' in got['message']
+    # ... and where the archives still offer it; an unconfirmed row is never offered as NVIDIA's word.
+    assert 'the archives still offer it: Debian 13' in got['message']
+    assert 'R615' not in got['message']
+
+
+def test_unconfirmed_branch_says_so():
+    got = support.driver_branch_status('615', '2026-11-24')
+    assert got['listed'] is True and got['confirmed'] is False and got['supported'] is False
+    assert got['kind'] is None and got['eol'] is None
+    assert 'UNCONFIRMED' in got['message']
+
+
+# ---- every branch the tested archives offer is in the table -------------------------------------
+
+APT_FIXTURES = [os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', d) for d in ('apt', 'dkms')]
+# Package names that carry their branch: nvidia-driver-580, libnvidia-compute-595, linux-modules-nvidia-580-open-...,
+# nvidia-fabricmanager-615, cuda-drivers-fabricmanager-615.
+BRANCH_NAMED = re.compile(r'\b(?:nvidia|libnvidia|linux-(?:modules|objects|signatures)-nvidia|xserver-xorg-video-nvidia|'
+                          r'cuda-drivers(?:-fabricmanager)?)-(?:[a-z0-9]+-)*?([0-9]{3})(?=$|[-:\s])')
+# Packages without a branch in their name whose version is the driver version (Debian's nvidia-*).
+NVIDIA_NAME = re.compile(r'^(?:nvidia-|libnvidia-|firmware-nvidia-|libcuda)')
+
+
+def _archive_branches_in_fixtures():
+    """{branch: [files]}: every driver branch named by a package, or carried by an NVIDIA package's version,
+    in the captured apt outputs (simulations, policies, histories) and DKMS captures."""
+    from ansible_collections.baremetal.gpu.plugins.module_utils import apt
+    seen = {}
+    for directory in APT_FIXTURES:
+        for path in sorted(glob.glob(os.path.join(directory, '*'))):
+            if path.endswith('SOURCE.md') or not os.path.isfile(path):
+                continue
+            with open(path, encoding='utf-8', errors='replace') as handle:
+                text = handle.read()
+            found = set(m.group(1) for m in BRANCH_NAMED.finditer(text))
+            for pkg in apt.parse_simulation(text)['install']:
+                if NVIDIA_NAME.match(pkg['name']):
+                    found.add(apt.branch_of(pkg['version']))
+            for name, row in apt.parse_policy(text).items():
+                if NVIDIA_NAME.match(name):
+                    found.update(apt.branch_of(v) for v in row['versions'])
+            for branch in found - {''}:
+                seen.setdefault(branch, []).append(os.path.basename(path))
+    return seen
+
+
+ARCHIVE_SEEN = _archive_branches_in_fixtures()
+
+
+def test_fixtures_show_archive_branches():
+    # The scan itself must find what is known to be in the captures, or the next test proves nothing.
+    assert {'525', '535', '550', '580'} <= set(ARCHIVE_SEEN), ARCHIVE_SEEN
+
+
+@pytest.mark.parametrize('branch', sorted(ARCHIVE_SEEN))
+def test_every_archive_branch_is_in_the_support_table(branch):
+    assert branch in support.known_branches(), (
+        'driver branch %s is offered by a tested archive (%s) but is missing from support.DRIVER_SUPPORT: add '
+        "NVIDIA's row to 'branches' or, when NVIDIA's table does not list it, a line to 'archive_branches'"
+        % (branch, ', '.join(ARCHIVE_SEEN[branch])))
+
+
+def test_scan_would_catch_a_missing_branch(monkeypatch):
+    # The check above fails for a branch the table lacks (here: 580 taken out).
+    branches = dict(support.DRIVER_SUPPORT['branches'])
+    branches.pop('580')
+    monkeypatch.setitem(support.DRIVER_SUPPORT, 'branches', branches)
+    assert '580' in ARCHIVE_SEEN and '580' not in support.known_branches()
+
+
+def test_table_rows_are_well_formed():
+    for branch, row in support.DRIVER_SUPPORT['branches'].items():
+        assert re.match(r'^[0-9]{3}$', branch)
+        if row['confirmed']:
+            assert row['kind'] in support.KIND_NAMES and re.match(r'^20[0-9]{2}-[01][0-9]$', row['eol'])
+        else:
+            assert row['kind'] is None and row['eol'] is None
+    assert not set(support.DRIVER_SUPPORT['branches']) & set(support.DRIVER_SUPPORT['archive_branches'])
 
 
 # ---- kernel module flavour --------------------------------------------------------------------

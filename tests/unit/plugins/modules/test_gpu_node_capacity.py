@@ -446,3 +446,20 @@ def test_kubeconfig_dictionary_secrets_stay_hidden(server, tmp_path, capsys, mon
     assert result['error'] == 'unauthorized'
     assert 'wrong-secret-token-value' not in json.dumps(result)
     assert result['invocation']['module_args']['kubeconfig']['clusters'][0]['cluster']['server'] == server.url
+
+
+def test_kubeconfig_dictionary_secrets_stay_out_of_the_nodes_journal(server, tmp_path, capsys, monkeypatch):
+    # AnsibleModule logs every invocation to the journal (or syslog) of the host it runs on, from its __init__:
+    # the secrets of a kubeconfig dictionary must be known by then (issue 18), not only for the result.
+    logged = []
+    monkeypatch.setattr(basic.AnsibleModule, 'log', lambda self, msg, log_args=None: logged.append((msg, log_args)))
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', REAL_EXIT_JSON)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', REAL_FAIL_JSON)
+    server.add_nodes(RKE2)
+    with open(kubeconfig(tmp_path, server)) as handle:
+        config = json.load(handle)
+    config['users'][0]['user']['token'] = 'journal-secret-token-value'
+    printed_result(capsys, {'name': 'nori', 'kubeconfig': config, 'timeout': 0})
+    assert logged, 'the invocation was not logged at all'
+    assert 'journal-secret-token-value' not in repr(logged)
+    assert server.url in repr(logged)          # the rest of the kubeconfig is still logged

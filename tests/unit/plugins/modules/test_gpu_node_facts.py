@@ -60,7 +60,8 @@ def test_pci_subset_runs_only_lspci(calls):
     assert result['changed'] is False
     assert calls == [(['/usr/bin/lspci', '-Dnn', '-d', '10de:'], {'LC_ALL': 'C', 'LANG': 'C'})]
     facts = result['ansible_facts']['gpu_node']
-    assert set(facts) == {'container', 'gpus', 'nvidia_pci_devices', 'nvidia_pci_functions', 'pci_source'}
+    assert set(facts) == {'container', 'gpus', 'nvidia_pci_devices', 'nvidia_pci_functions', 'pci_source',
+                          'nvswitches', 'nvidia_other_bridges', 'system_kind', 'system_kind_note'}
 
 
 def test_all_sections_run_only_read_only_commands(calls):

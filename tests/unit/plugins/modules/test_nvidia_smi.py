@@ -297,3 +297,18 @@ def test_other_failure_names_command(harness):
 def test_bad_timeout(harness):
     result = harness.run({'timeout': 0}, expect=AnsibleFailJson)
     assert result['msg'] == 'timeout must be at least 1 second, got 0'
+
+
+def test_fabric_complete_fails_on_a_hopper_gpu_whose_fabric_is_not_up(harness):
+    # The real H100 capture (no NVSwitch): asked for a complete fabric, the module fails saying what it found.
+    result = harness.run({'fabric_complete': True}, (0, xml('device__h100-80gb-hbm3__580.159.04.xml'), ''),
+                         AnsibleFailJson)
+    assert result['mismatches'] == [
+        "GPU 0 (00000000:00:06.0, NVIDIA H100 80GB HBM3): fabric state N/A, status N/A (expected Completed, "
+        "Success: is nvidia-fabricmanager running at the driver's version?)"]
+    assert result['gpus'][0]['architecture'] == 'Hopper'
+
+
+def test_fabric_complete_ignores_pre_hopper_and_is_off_by_default(harness):
+    assert harness.run({'fabric_complete': True}, (0, xml('telegraf__a100-sxm4-v12.xml'), ''))['mismatches'] == []
+    assert harness.run({}, (0, xml('device__h100-80gb-hbm3__580.159.04.xml'), ''))['mismatches'] == []

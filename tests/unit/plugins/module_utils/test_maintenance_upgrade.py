@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Rollout planning and GPU pod selection (plugins/module_utils/rollout.py).
+"""Rollout planning and GPU pod selection (plugins/module_utils/maintenance.py).
 
 Nodes are the recorded RKE2 node of tests/fixtures/k8s-nodes (SOURCE.md there), copied and changed
 per case (unschedulable, labels). No recorded Pod list was at hand: the pods are written here from
@@ -17,7 +17,7 @@ import os
 
 import pytest
 
-from ansible_collections.baremetal.gpu.plugins.module_utils import rollout
+from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'k8s-nodes')
 with open(os.path.join(FIXTURES, 'edgexr__rke2-vgpu-A16-4Q-nodes.json')) as handle:
@@ -40,7 +40,7 @@ HOSTS = ['gpu-a', 'gpu-b', 'gpu-c', 'gpu-d']
     (1, 4, 1), ('2', 4, 2), ('25%', 4, 1), ('50%', 4, 2), ('100%', 4, 4), ('10%', 4, 1), ('25%', 100, 25),
 ])
 def test_parse_count(value, total, expected):
-    assert rollout.parse_count(value, total, 'upgrade_batch_size') == expected
+    assert maintenance.parse_count(value, total, 'upgrade_batch_size') == expected
 
 
 @pytest.mark.parametrize('value, words', [
@@ -49,42 +49,59 @@ def test_parse_count(value, total, expected):
 ])
 def test_parse_count_refusals(value, words):
     with pytest.raises(ValueError) as err:
-        rollout.parse_count(value, 4, 'upgrade_batch_size')
+        maintenance.parse_count(value, 4, 'upgrade_batch_size')
     assert 'upgrade_batch_size' in str(err.value) and words in str(err.value)
 
 
-def test_plan_counts_nodes_already_out():
-    nodes = {'gpu-a': node('gpu-a'), 'gpu-b': node('gpu-b', unschedulable=True), 'gpu-c': node('gpu-c'), 'gpu-d': None}
-    got = rollout.plan(2, 2, HOSTS, nodes, {h: '580' for h in HOSTS}, '595')
-    assert got['serial'] == 1 and got['already_unavailable'] == ['gpu-b']
-    assert got['pending'] == HOSTS and got['noop'] is False
+def unode(host, status_done, api_node=None, role='agent', enabled=False):
+    facts = {'rke2': {'unit': 'rke2-' + role, 'role': role, 'units_enabled': ['rke2-' + role] if enabled else []}}
+    return maintenance.upgrade_node(facts, api_node, {'done': status_done, 'reasons': [] if status_done else ['x']})
+
+
+def test_upgrade_plan_counts_nodes_already_out():
+    apis = {'gpu-a': node('gpu-a'), 'gpu-b': node('gpu-b', unschedulable=True), 'gpu-c': node('gpu-c'), 'gpu-d': None}
+    nodes = dict((h, unode(h, False, apis[h])) for h in HOSTS)
+    got = maintenance.plan(2, 2, HOSTS, nodes, [n for n in apis.values() if n], what='moved to branch 595')
+    assert got['agent_batch'] == 1 and got['already_unavailable'] == ['gpu-b']
+    assert got['pending'] == ['gpu-d', 'gpu-a', 'gpu-b', 'gpu-c'] and got['noop'] is False
+    # gpu-d is no node of the cluster: a batch of its own, first.
+    assert got['batches'] == [['gpu-d'], ['gpu-a'], ['gpu-b'], ['gpu-c']]
     assert 'minus 1 already unschedulable' in got['reason']
 
 
-def test_plan_resumes_its_own_cordon():
-    nodes = {'gpu-a': node('gpu-a', unschedulable=True, labels={rollout.STATE_LABEL: 'upgrading'})}
-    got = rollout.plan(1, 1, ['gpu-a', 'gpu-b'], nodes, {'gpu-a': '580', 'gpu-b': '580'}, '595')
-    assert got['serial'] == 1 and got['already_unavailable'] == []
+def test_upgrade_plan_resumes_its_own_cordon():
+    apis = {'gpu-a': node('gpu-a', unschedulable=True, labels={maintenance.STATE_LABEL: 'upgrading'}), 'gpu-b': node('gpu-b')}
+    nodes = dict((h, unode(h, False, apis[h])) for h in apis)
+    got = maintenance.plan(1, 1, ['gpu-a', 'gpu-b'], nodes, list(apis.values()))
+    assert got['agent_batch'] == 1 and got['already_unavailable'] == []
 
 
-def test_plan_skip_label_and_done_nodes():
-    nodes = {'gpu-a': node('gpu-a', labels={rollout.SKIP_LABEL: 'true'}),
-             'gpu-b': node('gpu-b', labels={rollout.STATE_LABEL: 'done'}), 'gpu-c': node('gpu-c')}
-    # gpu-b says done, but from an earlier rollout: it still has 580, so it is pending.
-    got = rollout.plan(1, '25%', ['gpu-a', 'gpu-b', 'gpu-c'], nodes, {'gpu-a': '580', 'gpu-b': '580', 'gpu-c': '595'}, '595')
-    assert got['skip'] == ['gpu-a'] and got['done'] == ['gpu-c'] and got['pending'] == ['gpu-b']
+def test_upgrade_plan_skip_label_and_done_nodes():
+    apis = {'gpu-a': node('gpu-a', labels={maintenance.SKIP_LABEL: 'true'}),
+            'gpu-b': node('gpu-b', labels={maintenance.STATE_LABEL: 'done'}), 'gpu-c': node('gpu-c')}
+    nodes = {'gpu-a': unode('gpu-a', False, apis['gpu-a']), 'gpu-b': unode('gpu-b', False, apis['gpu-b']),
+             'gpu-c': unode('gpu-c', True, apis['gpu-c'])}
+    got = maintenance.plan(1, '25%', ['gpu-a', 'gpu-b', 'gpu-c'], nodes, list(apis.values()))
+    assert got['skip'] == ['gpu-a'] and got['quiet'] == ['gpu-c'] and got['pending'] == ['gpu-b']
 
 
-def test_plan_noop_when_every_node_has_the_branch():
-    got = rollout.plan(1, 1, HOSTS, {}, {h: '595' for h in HOSTS}, '595')
-    assert got['noop'] is True and got['serial'] == 0 and 'already installed on gpu-a, gpu-b' in got['reason']
+def test_upgrade_plan_noop_when_every_node_has_the_branch():
+    got = maintenance.plan(1, 1, HOSTS, dict((h, unode(h, True)) for h in HOSTS), None)
+    assert got['noop'] is True and got['pending'] == []
 
 
-def test_plan_refuses_when_no_room():
-    nodes = {'gpu-a': node('gpu-a', unschedulable=True), 'gpu-b': node('gpu-b', unschedulable=True)}
+def test_upgrade_plan_refuses_when_no_room():
+    apis = [node('gpu-a', unschedulable=True), node('gpu-b', unschedulable=True)]
+    nodes = {'gpu-a': unode('gpu-a', False, apis[0]), 'gpu-b': unode('gpu-b', False, apis[1]), 'gpu-c': unode('gpu-c', False, node('gpu-c')),
+             'gpu-d': unode('gpu-d', False, node('gpu-d'))}
     with pytest.raises(ValueError) as err:
-        rollout.plan(1, '50%', HOSTS, nodes, {}, '595')
+        maintenance.plan(1, '50%', HOSTS, nodes, apis)
     assert 'upgrade_max_unavailable allows 2' in str(err.value) and 'gpu-a, gpu-b' in str(err.value)
+
+
+def test_an_enabled_rke2_server_without_a_node_is_still_in_the_cluster():
+    got = unode('s', False, None, role='server', enabled=True)
+    assert got['in_cluster'] is True and got['role'] == 'server' and got['disruptive'] is True
 
 
 def pod(name, namespace='default', resources=None, phase='Running', owner=None, labels=None, init=False):
@@ -123,7 +140,7 @@ def test_pods_are_valid_kubernetes_objects():
 
 
 def test_gpu_pods():
-    got = rollout.gpu_pods(PODS)
+    got = maintenance.gpu_pods(PODS)
     assert [(p['namespace'], p['name']) for p in got] == [('ml', 'init-gpu'), ('ml', 'mig-job'), ('ml', 'shared'), ('ml', 'train-0')]
     assert got[-1] == {'namespace': 'ml', 'name': 'train-0', 'resources': ['nvidia.com/gpu'], 'owner': 'StatefulSet/train',
                        'empty_dir': True}
@@ -131,7 +148,7 @@ def test_gpu_pods():
 
 
 def test_gpu_pods_with_selector():
-    assert [p['name'] for p in rollout.gpu_pods(PODS, {'app': 'train'})] == ['train-0']
+    assert [p['name'] for p in maintenance.gpu_pods(PODS, {'app': 'train'})] == ['train-0']
 
 
 # ---- host_status: is a host done with the move to a branch? ----------------------------------------
@@ -156,19 +173,19 @@ ON_595 = {
     ('libnvidia-container1', ''), ('nvidia-kernel-common-580', '580'),
 ])
 def test_package_branch(name, branch):
-    assert rollout.package_branch(name) == branch
+    assert maintenance.package_branch(name) == branch
 
 
 def test_host_on_the_target_and_held_is_done():
-    status = rollout.host_status(ON_595, {'state': 'done', 'to': '595'}, '595')
+    status = maintenance.host_status(ON_595, {'state': 'done', 'to': '595'}, '595')
     assert status == {'branch': '595', 'done': True, 'reasons': []}
-    assert rollout.host_status(ON_595, None, 595)['done']     # installed on day 1, no record
+    assert maintenance.host_status(ON_595, None, 595)['done']     # installed on day 1, no record
 
 
 def test_host_on_the_old_branch_is_pending():
     facts = dict(ON_595, driver_installed_branches=['580'],
                  driver_stack_packages=['nvidia-utils-580'], driver_held_packages=['nvidia-utils-580'])
-    status = rollout.host_status(facts, {}, '595')
+    status = maintenance.host_status(facts, {}, '595')
     assert not status['done'] and status['branch'] == '580'
     assert status['reasons'][0] == 'installed branches: 580'
 
@@ -182,16 +199,16 @@ def test_host_on_the_old_branch_is_pending():
     ({'driver_installed_branches': ['580', '595']}, 'installed branches: 580, 595'),
 ])
 def test_host_with_leftovers_is_not_done(change, words):
-    status = rollout.host_status(dict(ON_595, **change), {'state': 'done', 'to': '595'}, '595')
+    status = maintenance.host_status(dict(ON_595, **change), {'state': 'done', 'to': '595'}, '595')
     assert not status['done'] and words in status['reasons']
 
 
 def test_holds_are_not_required_when_holding_is_off():
-    assert rollout.host_status(dict(ON_595, driver_held_packages=[]), {}, '595', hold=False)['done']
+    assert maintenance.host_status(dict(ON_595, driver_held_packages=[]), {}, '595', hold=False)['done']
 
 
 @pytest.mark.parametrize('state', ['upgrading', 'failed'])
 def test_an_unfinished_upgrade_goes_through_again(state):
-    status = rollout.host_status(ON_595, {'state': state, 'to': '595', 'started': '2026-11-23T08:00:00.000001Z'}, '595')
+    status = maintenance.host_status(ON_595, {'state': state, 'to': '595', 'started': '2026-11-23T08:00:00.000001Z'}, '595')
     assert not status['done']
     assert status['reasons'] == ['its last upgrade (to 595, started 2026-11-23T08:00:00.000001Z) ended in state %s' % state]

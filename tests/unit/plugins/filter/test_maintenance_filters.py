@@ -15,7 +15,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.baremetal.gpu.plugins.filter import host_rollout as filters
+from ansible_collections.baremetal.gpu.plugins.filter import maintenance as filters
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'rke2')
 with open(os.path.join(FIXTURES, 'config.toml.before')) as handle:
@@ -28,16 +28,17 @@ FACTS = {'container': True, 'gpus': [], 'nouveau_loaded': False, 'nvidia_loaded_
 
 
 def test_node_filter():
-    got = filters.FilterModule().filters()['host_rollout_node'](FACTS, None, BEFORE, True, None, None, '/c.toml')
+    got = filters.FilterModule().filters()['maintenance_node'](FACTS, None, BEFORE, True, None, None, '/c.toml')
     assert got['restart'] == ['the nvidia runtime is missing from /c.toml']
     assert got['disruptive'] is True and got['role'] == 'server'
 
 
 def test_plan_filter_and_its_errors():
-    plan = filters.FilterModule().filters()['host_rollout_plan']
+    plan = filters.FilterModule().filters()['maintenance_plan']
     got = plan(['s1', 'x'], 1, '25%', {'s1': {'in_cluster': True, 'role': 'server', 'disruptive': True},
                                        'x': {'in_cluster': False}}, None)
-    assert got['batches'] == [['x', 's1']]
+    # A node outside the cluster never shares a batch with a node of the cluster.
+    assert got['batches'] == [['x'], ['s1']]
     with pytest.raises(AnsibleFilterError, match='upgrade_batch_size must be at least 1'):
         plan(['s1'], 0, '25%', {}, None)
 
@@ -51,7 +52,7 @@ def test_plan_filter_and_its_errors():
 ])
 def test_only_the_reasons_of_roles_that_run_count(run_tags, skip_tags, restart):
     facts = dict(FACTS, nouveau_loaded=True)
-    got = filters.FilterModule().filters()['host_rollout_node'](facts, None, BEFORE, True, None, None, 'c', run_tags, skip_tags)
+    got = filters.FilterModule().filters()['maintenance_node'](facts, None, BEFORE, True, None, None, 'c', run_tags, skip_tags)
     assert bool(got['restart']) is restart
     driver_runs = 'nvidia_driver' in run_tags or 'all' in run_tags
     assert got['reboot'] == (['nouveau is loaded'] if driver_runs else [])

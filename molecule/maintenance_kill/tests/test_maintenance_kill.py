@@ -1,0 +1,61 @@
+"""After the kills (files/kill_harness.py in prepare) and one more run (converge): the upgrade 580 -> 595 finished on
+both nodes, nothing is left half-way, and the kills really happened at the printed points."""
+import datetime
+import json
+import os
+import re
+
+import testinfra.utils.ansible_runner
+
+RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"])
+testinfra_hosts = ["podman://" + h for h in RUNNER.get_hosts("gpu_nodes")]
+
+BRANCH = re.compile(r"^(?:(?:lib)?nvidia-[a-z0-9-]*?|linux-(?:modules|objects)-nvidia|xserver-xorg-video-nvidia)-([0-9]{3})(?:-|$)")
+STATE = "/var/lib/baremetal-gpu"
+
+
+def _installed(host):
+    out = host.check_output("dpkg-query -W -f '${Package} ${db:Status-Abbrev}\\n'")
+    return sorted(line.split()[0] for line in out.splitlines() if line.split()[1].startswith("ii"))
+
+
+def test_only_the_target_branch_is_installed_and_held(host):
+    branches = sorted(set(BRANCH.match(p).group(1) for p in _installed(host) if BRANCH.match(p)))
+    assert branches == ["595"]
+    held = host.check_output("apt-mark showhold").split()
+    assert [p for p in held if BRANCH.match(p) and BRANCH.match(p).group(1) == "595"]
+    assert not [p for p in held if BRANCH.match(p) and BRANCH.match(p).group(1) != "595"]
+
+
+def test_dpkg_is_not_left_half_way(host):
+    assert host.run("dpkg --audit").stdout.strip() == ""
+
+
+def test_no_record_is_left_upgrading_or_failed(host):
+    record = json.loads(host.file(STATE + "/driver-upgrade.json").content_string)
+    assert record["state"] == "done" and record["to"] == "595"
+    rollout = host.file(STATE + "/host-rollout.json")
+    if rollout.exists:
+        assert json.loads(rollout.content_string)["state"] == "done"
+
+
+def test_no_lock_is_still_held(host):
+    # Released by the last run that held it, or (a killed run's, when the runs after it had nothing to do and so
+    # took no lock) expired: no live run holds it.
+    lock = host.file(STATE + "/maintenance-lock.json")
+    assert lock.exists, "the upgrade took no lock file on this node"
+    spec = json.loads(lock.content_string)["spec"]
+    if "holderIdentity" in spec:
+        renewed = datetime.datetime.strptime(spec["renewTime"][:19], "%Y-%m-%dT%H:%M:%S")
+        now = datetime.datetime.strptime(host.check_output("date -u +%Y-%m-%dT%H:%M:%S"), "%Y-%m-%dT%H:%M:%S")
+        assert renewed + datetime.timedelta(seconds=spec["leaseDurationSeconds"]) < now, spec
+
+
+def test_the_kills_happened_at_the_printed_points(host):
+    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "kills.json")) as handle:
+        log = json.load(handle)
+    assert len(log["points"]) >= 6
+    assert {p["playbook"] for p in log["points"]} == {"gpu_nodes.yml", "upgrade_driver.yml"}
+    # Every point of the upgrade must have been reached (the runs get further each time) and killed there.
+    missed = [p["what"] for p in log["points"] if not p["killed"]]
+    assert not missed, "seed %s: points not reached: %s" % (log["seed"], missed)

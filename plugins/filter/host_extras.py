@@ -1,0 +1,66 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters for the bare-metal host extras of nvidia_driver (Fabric Manager, module parameters); documented
+in the .yml files beside."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import apt, fabric, kernel_guard, modparams
+
+
+def fabric_manager_decision(facts, value, branch, install_family, source):
+    if not isinstance(facts, dict):
+        raise AnsibleFilterError('baremetal.gpu.fabric_manager_decision: the node facts must be a dict, got %s'
+                                 % type(facts).__name__)
+    return fabric.decide(value, facts, str(branch), install_family, source)
+
+
+def fabric_manager_pins(decision, policy_text, simulated_version, candidates=None):
+    policy = apt.parse_policy(policy_text or '')
+    return fabric.pins(decision or {}, policy, fabric.driver_version(simulated_version, policy, candidates or []))
+
+
+def apt_known_packages(policy_text, names=None):
+    known = [name for name, row in apt.parse_policy(policy_text or '').items() if row['versions']]
+    return [n for n in (names if names is not None else sorted(known)) if n in known]
+
+
+def nvidia_module_params(value):
+    params, errors = modparams.check(value)
+    return {'params': params, 'line': modparams.options_line(params), 'errors': errors}
+
+
+def nvidia_params_mismatches(proc_text, requested):
+    return modparams.mismatches(requested or {}, proc_text or '')
+
+
+def kernel_module_guard(results, kernels, next_boot, kmod):
+    return kernel_guard.guard(results or [], kernels or [], next_boot or '', kmod or 'nvidia')
+
+
+def prebuilt_flavour_packages(flavours, branch, server=False, open_modules=False):
+    return kernel_guard.flavour_packages(flavours or [], str(branch), bool(server), bool(open_modules))
+
+
+def dkms_autoinstall_problems(dkms_conf_text, hook_present):
+    return kernel_guard.dkms_autoinstall(bool(hook_present), dkms_conf_text)
+
+
+class FilterModule(object):
+
+    def filters(self):
+        return {
+            'fabric_manager_decision': fabric_manager_decision,
+            'fabric_manager_pins': fabric_manager_pins,
+            'apt_known_packages': apt_known_packages,
+            'nvidia_module_params': nvidia_module_params,
+            'nvidia_params_mismatches': nvidia_params_mismatches,
+            'kernel_module_guard': kernel_module_guard,
+            'prebuilt_flavour_packages': prebuilt_flavour_packages,
+            'dkms_autoinstall_problems': dkms_autoinstall_problems,
+        }

@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, baremetal.gpu maintainers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the maintenance engine (plugins/module_utils/maintenance.py); documented in the .yml files beside."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance
+
+
+def maintenance_node(facts, api_node=None, generated_config='', runtime_binary_present=True,
+                     driver_plan=None, apt=None, generated_path='config.toml', run_tags=None, skip_tags=None,
+                     label=maintenance.HOST_ROLLOUT_LABEL, pending_restart=None):
+    facts = dict(facts or {})
+    reboot = (maintenance.reboot_reasons(facts, driver_plan or None, apt or None)
+              if maintenance.role_runs('nvidia_driver', run_tags, skip_tags) else [])
+    restart = (maintenance.restart_reasons(generated_config, bool(runtime_binary_present), generated_path,
+                                           pending_restart or None)
+               if maintenance.role_runs('rke2_nvidia_runtime', run_tags, skip_tags) else [])
+    return maintenance.node(facts, api_node or None, reboot, restart, label)
+
+
+def maintenance_upgrade_node(facts, api_node=None, status=None):
+    return maintenance.upgrade_node(dict(facts or {}), api_node or None, dict(status or {}))
+
+
+def maintenance_uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None):
+    return maintenance.uninstall_node(dict(facts or {}), api_node or None, bool(runtime_present), list(rke2_files or []))
+
+
+def maintenance_plan(hosts, batch_size, max_unavailable, nodes, cluster_nodes=None, what='changed'):
+    try:
+        return maintenance.plan(batch_size, max_unavailable, list(hosts), dict(nodes or {}),
+                                list(cluster_nodes) if cluster_nodes is not None else None, what=what)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def maintenance_gate(batch, host_nodes, disruptive, cluster_nodes, limit):
+    return maintenance.batch_gate(list(batch), dict(host_nodes or {}), dict(disruptive or {}),
+                                  list(cluster_nodes or []), int(limit))
+
+
+def maintenance_node_name(cluster_nodes, host, names, addresses=None):
+    return maintenance.map_node(host, list(names or []), list(addresses or []), list(cluster_nodes or []))
+
+
+def maintenance_mapping_errors(hosts, in_cluster, mapped, kubeconfig_found, kubeconfig_named=False):
+    return maintenance.mapping_errors(list(hosts), dict(in_cluster or {}), dict(mapped or {}), bool(kubeconfig_found),
+                                      bool(kubeconfig_named))
+
+
+def maintenance_lease(current, identity, now):
+    return maintenance.lease_decision(current or None, identity, now)
+
+
+def maintenance_lease_object(identity, now, duration, current=None, namespace=maintenance.LEASE_NAMESPACE):
+    return maintenance.lease_object(identity, now, duration, namespace=namespace, current=current or None)
+
+
+def upgrade_host_status(facts, record, target, hold=True):
+    return maintenance.host_status(facts, record, target, hold)
+
+
+def gpu_pods(pods, selector_labels=None):
+    return maintenance.gpu_pods(pods, selector_labels)
+
+
+class FilterModule(object):
+
+    def filters(self):
+        return {
+            'maintenance_node': maintenance_node,
+            'maintenance_upgrade_node': maintenance_upgrade_node,
+            'maintenance_uninstall_node': maintenance_uninstall_node,
+            'maintenance_plan': maintenance_plan,
+            'maintenance_gate': maintenance_gate,
+            'maintenance_node_name': maintenance_node_name,
+            'maintenance_mapping_errors': maintenance_mapping_errors,
+            'maintenance_lease': maintenance_lease,
+            'maintenance_lease_object': maintenance_lease_object,
+            'upgrade_host_status': upgrade_host_status,
+            'gpu_pods': gpu_pods,
+        }
