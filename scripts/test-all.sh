@@ -102,7 +102,7 @@ produced_nodes() {
 }
 producer_of() {
   case $1 in
-    upgrade_driver | uninstall) echo nvidia_driver ;;
+    upgrade_driver | uninstall | maintenance_kill) echo nvidia_driver ;;
   esac
 }
 converged_image() { echo "localhost/baremetal-gpu-converged-$1:$RUN_TAG"; }
@@ -239,7 +239,7 @@ molecule_stage() {
   # done, nvidia_driver_releases (two builds) when the other lane comes to it. A scenario whose
   # producer has not finished is passed over until it has (scripts/run-scenarios.py); scenarios not
   # listed here run last, in name order.
-  LANE_ORDER="nvidia_driver container_toolkit rke2_nvidia_runtime gpu_nodes_batching upgrade_driver nvidia_driver_releases uninstall nvidia_driver_switch nvidia_driver_mismatch preflight"
+  LANE_ORDER="nvidia_driver container_toolkit rke2_nvidia_runtime gpu_nodes_batching upgrade_driver nvidia_driver_releases uninstall maintenance_kill nvidia_driver_switch nvidia_driver_mismatch preflight"
   ordered=()
   for s in $LANE_ORDER; do
     for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done
