@@ -57,6 +57,20 @@ def promql_value_in(selector, values):
         raise AnsibleFilterError('baremetal.gpu.promql_value_in: %s' % exc)
 
 
+def release_marked(values):
+    try:
+        return cluster_addons.release_marked(values)
+    except ValueError as exc:
+        raise AnsibleFilterError('baremetal.gpu.release_marked: %s' % exc)
+
+
+def release_ownership(status, release, namespace, adopt=False, adopt_var='', purpose='install'):
+    try:
+        return cluster_addons.release_ownership(status, release, namespace, adopt, adopt_var, purpose)
+    except ValueError as exc:
+        raise AnsibleFilterError('baremetal.gpu.release_ownership: %s' % exc)
+
+
 def xid_codes(severity):
     try:
         return gpu_health.xids_by_code_alone(severity)
@@ -76,6 +90,8 @@ class FilterModule(object):
             'gpu_class': gpu_class,
             'gpu_node_products': gpu_node_products,
             'promql_value_in': promql_value_in,
+            'release_marked': release_marked,
+            'release_ownership': release_ownership,
             'runtime_class_decision': runtime_class_decision,
             'xid_codes': xid_codes,
         }

@@ -19,6 +19,13 @@ HELM_MANAGED_BY = 'Helm'
 HELM_RELEASE_NAME = 'meta.helm.sh/release-name'
 HELM_RELEASE_NAMESPACE = 'meta.helm.sh/release-namespace'
 MANAGED_BY = 'app.kubernetes.io/managed-by'
+# The ownership marker of the Helm releases this collection installs: a top-level key of the release's
+# user-supplied values, which Helm stores in the release and `helm get values` (kubernetes.core.helm_info's
+# status.values) reads back. kubernetes.core.helm sets no release labels; a values key needs no Helm
+# feature and no chart support (Helm passes keys a chart does not use through untouched; none of the
+# pinned charts has a values schema at the top level).
+RELEASE_MARKER_KEY = 'baremetalGpu'
+RELEASE_MARKER = {'managedBy': 'baremetal.gpu'}
 _DCGM_NAME = re.compile(r'\bDCGM_[A-Z0-9_]+\b')
 
 
@@ -180,6 +187,59 @@ def runtime_class_decision(existing, name, handler, managed_by='baremetal.gpu'):
                 'message': 'RuntimeClass %s (handler %s) is managed by %s: left alone' % (name, found, owner['text'])}
     return {'action': 'apply', 'owner': owner['text'], 'handler': found,
             'message': 'RuntimeClass %s (handler %s) exists, %s: applying ours' % (name, found, owner['text'])}
+
+
+def release_marked(values):
+    """``values`` (a release's values) with this collection's marker set: the marker wins over anything in them."""
+    if not hasattr(values or {}, 'items'):
+        raise ValueError('values must be a mapping, got %s' % type(values).__name__)
+    out = dict(values or {})
+    out[RELEASE_MARKER_KEY] = dict(RELEASE_MARKER)
+    return out
+
+
+def release_is_ours(values):
+    """Whether the user-supplied ``values`` of a release carry this collection's marker."""
+    mark = (values or {}).get(RELEASE_MARKER_KEY) if hasattr(values or {}, 'get') else None
+    return hasattr(mark, 'get') and mark.get('managedBy') == RELEASE_MARKER['managedBy']
+
+
+def release_ownership(status, release, namespace, adopt=False, adopt_var='', purpose='install'):
+    """What to do with the Helm release ``namespace``/``release`` given kubernetes.core.helm_info's ``status``.
+
+    ``status`` is helm_info's C(status) ({} or absent when no release of that name is in the namespace; else
+    the release with its user-supplied C(values)). ``purpose`` is C(install) or C(uninstall). Returns
+    {'action', 'ours', 'message'}; action is
+      - install: 'install' (none exists), 'upgrade' (ours), 'adopt' (not ours and ``adopt`` is true: the
+        upgrade marks it ours), 'refuse' (not ours: another tool's or a person's release is never taken over
+        without ``adopt_var``);
+      - uninstall: 'absent' (none), 'remove' (ours), 'leave' (not ours: never removed).
+    """
+    if purpose not in ('install', 'uninstall'):
+        raise ValueError('purpose must be install or uninstall, got %r' % (purpose,))
+    where = '%s/%s' % (namespace, release)
+    if not status:
+        if purpose == 'install':
+            return {'action': 'install', 'ours': False, 'message': 'Helm release %s does not exist: installing it' % where}
+        return {'action': 'absent', 'ours': False, 'message': 'Helm release %s does not exist: nothing to remove' % where}
+    chart = status.get('chart') or '?'
+    ours = release_is_ours(status.get('values'))
+    if purpose == 'uninstall':
+        if ours:
+            return {'action': 'remove', 'ours': True, 'message': 'Helm release %s (%s) is ours: removing it' % (where, chart)}
+        return {'action': 'leave', 'ours': False,
+                'message': ('Helm release %s (%s) was not installed by baremetal.gpu (its values carry no %s.managedBy): '
+                            'left alone' % (where, chart, RELEASE_MARKER_KEY))}
+    if ours:
+        return {'action': 'upgrade', 'ours': True, 'message': 'Helm release %s (%s) is ours: upgrading it' % (where, chart)}
+    if _truthy(adopt):
+        return {'action': 'adopt', 'ours': False,
+                'message': ('Helm release %s (%s) was not installed by baremetal.gpu; %s is true: upgrading it with our '
+                            'values, which marks it ours' % (where, chart, adopt_var))}
+    return {'action': 'refuse', 'ours': False,
+            'message': ('Helm release %s (%s) exists and was not installed by baremetal.gpu (its values carry no %s.managedBy).'
+                        ' Upgrading it would replace its values with ours. Set %s: true to take it over, or give ours '
+                        'another name or namespace.' % (where, chart, RELEASE_MARKER_KEY, adopt_var))}
 
 
 def crds_served(crd_names, api_versions):

@@ -46,6 +46,26 @@ _BARE = re.compile(r'^[A-Za-z0-9_-]+$')
 _HEADER = re.compile(r'^\s*\[')
 
 
+# Keys whose values are credentials in containerd's registry settings (CRI registry.configs.<host>.auth and the
+# deprecated registry.auths: username, password, auth, identitytoken) and in anything else a user may keep there.
+SECRET_KEYS = ('password', 'auth', 'identitytoken', 'token', 'secret')
+
+
+def secret_values(data):
+    """The non-empty string values stored under a credential key (SECRET_KEYS) anywhere in ``data``."""
+    found = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if str(key).lower() in SECRET_KEYS and isinstance(value, str) and value:
+                found.append(value)
+            else:
+                found.extend(secret_values(value))
+    elif isinstance(data, list):
+        for item in data:
+            found.extend(secret_values(item))
+    return found
+
+
 class PlanError(ValueError):
     """The configuration cannot be planned; the message says what was found and what to do."""
 
@@ -176,7 +196,8 @@ def plan(config_path, config_text, imports, dropin_path, import_entry, runtime_n
     version_text: the output of ``containerd --version``.
     Returns a dict: version, plugin, major, containerd_version, merge ('plugin' or 'key'), main_content,
     main_changed, config_exists, dropin_content, cri (the CRI table containerd will see), cdi (what the
-    node's containerd does with CDI). Raises PlanError (the message names the file and what to do).
+    node's containerd does with CDI), credentials ({dropin, main}: whether that file holds credentials).
+    Raises PlanError (the message names the file and what to do).
     """
     release, major, minor = containerd_version(version_text)
     if major < 1 or (major == 1 and minor < 5):
@@ -268,7 +289,12 @@ def plan(config_path, config_text, imports, dropin_path, import_entry, runtime_n
     covered = any(entry in (import_entry, dropin_path) for entry in import_paths) or bool(
         [p for p, _t in imports if p == dropin_path])
     main_content = add_import(text, data, version, import_entry, covered)
+    # Credentials: containerd 1.x's drop-in carries the user's whole CRI table, registry passwords included; the
+    # main config's text is the user's. A file that holds any is written 0600 and its content never shown.
+    credentials = {'dropin': bool(secret_values({'plugins': {plugin: dropin_table}})),
+                   'main': bool(secret_values(data))}
     return {
+        'credentials': credentials,
         'containerd_version': release, 'major': major, 'minor': minor, 'version': version, 'plugin': plugin,
         'merge': 'key' if key_merge else 'plugin', 'config_exists': exists, 'imports': import_paths,
         'main_content': main_content, 'main_changed': main_content != text or not exists,

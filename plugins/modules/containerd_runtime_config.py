@@ -132,6 +132,22 @@ dropin_content:
   description: The drop-in's content.
   returned: success
   type: str
+credentials:
+  description:
+    - Whether the drop-in (C(dropin)) and the main config (C(main)) hold credentials (registry passwords, auths,
+      identity tokens). On containerd 1.x the drop-in carries the user's whole CRI table, credentials included.
+      The role writes such a file 0600 and hides its content (C(no_log)); register this module's result with
+      C(no_log), since C(main_content) and C(dropin_content) hold those credentials.
+  returned: success
+  type: dict
+  sample: {"dropin": true, "main": true}
+main_mode:
+  description:
+    - The mode to write the main config with, as an octal string. The mode it has, without the group and other
+      bits when it holds credentials; C(0644) for a new file.
+  returned: success
+  type: str
+  sample: "0600"
 cdi:
   description: C(supported), C(default_on) (containerd 2.x), C(requested), C(written) (C(enable_cdi) in the drop-in), C(spec_dirs).
   returned: success
@@ -141,6 +157,7 @@ cdi:
 
 import glob
 import os
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -194,6 +211,8 @@ def main():
     except containerd.PlanError as exc:
         module.fail_json(msg=str(exc))
     result.pop('cri', None)
+    mode = stat.S_IMODE(os.stat(config).st_mode) if text is not None else 0o644
+    result['main_mode'] = '%04o' % (mode & 0o7700 if result['credentials']['main'] else mode)
     module.exit_json(changed=False, **result)
 
 

@@ -3,8 +3,11 @@
 It answers what kubernetes.core.k8s_info and kubernetes.core.k8s (apply) ask, as the API server does:
 discovery (/version, /api, /apis and the resource lists of the groups it serves), GET of a named
 object (the object or a 404 Status), POST (create, 201) and PATCH (merge patch, 200) of cluster-scoped
-RuntimeClasses and of Namespaces; with ``?dryRun=All`` (kubernetes.core.k8s in check mode) nothing is
-stored. Objects are served from ``objects`` ({path: object}); every request is recorded as (method, path),
+RuntimeClasses and of Namespaces, PUT (replace; 409 Conflict when the body's resourceVersion is not the
+stored one, as the API server's optimistic concurrency answers) and DELETE (200 Status Success, or 404) of
+a named object, and lists of a collection filtered by an equality ``labelSelector`` (Helm finds its
+releases, Secrets labelled owner=helm, that way); with ``?dryRun=All`` (kubernetes.core.k8s in check mode)
+nothing is stored. Objects are served from ``objects`` ({path: object}); every request is recorded as (method, path),
 dry runs in ``dry_runs``. ``unavailable`` answers the next N requests with 503 (an API server
 that is starting, as right after an RKE2 server restart). The bodies follow the API conventions
 (metav1.Status, APIResourceList, APIGroupList); the objects come from the tests' fixtures.
@@ -12,10 +15,11 @@ that is starting, as right after an RKE2 server restart). The bodies follow the 
 import copy
 import os
 import sys
+from urllib.parse import parse_qs
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "unit", "plugins", "modules"))
 # pylint: disable=wrong-import-position
-from k8s_replay import JsonHandler, LocalServer, status, write_kubeconfig  # noqa: E402
+from k8s_replay import JsonHandler, LocalServer, selector_matches, status, write_kubeconfig  # noqa: E402
 
 RESOURCES = {
     "/api/v1": [{"name": "namespaces", "singularName": "namespace", "namespaced": False, "kind": "Namespace",
@@ -90,7 +94,8 @@ class ApiStub(LocalServer):
                         stub.unavailable -= 1
                         return self._send(503, status(503, "ServiceUnavailable", "the server is starting up"))
                     if method == "GET":
-                        return self._get(path)
+                        query = parse_qs(self.path.split("?", 1)[1]) if "?" in self.path else {}
+                        return self._get(path, (query.get("labelSelector") or [""])[0])
                     if method == "POST":
                         obj = self._body({})
                         target = "%s/%s" % (path, obj["metadata"]["name"])
@@ -102,9 +107,27 @@ class ApiStub(LocalServer):
                             return self._send(404, status(404, "NotFound", "%s not found" % path))
                         merged = merge(stub.objects[path], self._body({}))
                         return self._send(200, merged if dry_run else stub._store(path, merged))
+                    if method == "PUT":
+                        if path not in stub.objects:
+                            return self._send(404, status(404, "NotFound", "%s not found" % path))
+                        body = self._body({})
+                        sent = (body.get("metadata") or {}).get("resourceVersion")
+                        if sent and sent != stub.objects[path]["metadata"].get("resourceVersion"):
+                            return self._send(409, status(409, "Conflict", "Operation cannot be fulfilled on %s: the object "
+                                                          "has been modified; please apply your changes to the latest "
+                                                          "version and try again" % path))
+                        return self._send(200, body if dry_run else stub._store(path, body))
+                    if method == "DELETE":
+                        if path not in stub.objects:
+                            return self._send(404, status(404, "NotFound", "%s not found" % path))
+                        if not dry_run:
+                            del stub.objects[path]
+                        kind, name = path.rsplit("/", 2)[-2:]
+                        return self._send(200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                                                "details": {"name": name, "kind": kind}})
                     return self._send(405, status(405, "MethodNotAllowed", method))
 
-            def _get(self, path):
+            def _get(self, path, selector=""):
                 if path == "/version":
                     return self._send(200, {"major": "1", "minor": "33", "gitVersion": "v1.33.5+rke2r1",
                                             "platform": "linux/amd64"})
@@ -122,9 +145,15 @@ class ApiStub(LocalServer):
                 if path in stub.objects:
                     return self._send(200, stub.objects[path])
                 if path.rsplit("/", 1)[-1] in ("daemonsets", "deployments", "nodes", "secrets"):
-                    # Collections (a label selector in the query): none of these objects exist here.
-                    return self._send(200, {"kind": "List", "apiVersion": "v1", "metadata": {"resourceVersion": "1"},
-                                            "items": []})
+                    # A collection: the stored objects right under it that the label selector matches.
+                    items = [obj for key, obj in sorted(stub.objects.items())
+                             if key.rsplit("/", 1)[0] == path
+                             and selector_matches(selector, (obj.get("metadata") or {}).get("labels") or {})]
+                    plural = path.rsplit("/", 1)[-1]
+                    kind = [r["kind"] for rs in RESOURCES.values() for r in rs if r["name"] == plural][0]
+                    group_version = "v1" if path.startswith("/api/") else "/".join(path.split("/")[2:4])
+                    return self._send(200, {"kind": kind + "List", "apiVersion": group_version,
+                                            "metadata": {"resourceVersion": str(stub.resource_version)}, "items": items})
                 return self._send(404, status(404, "NotFound", "%s not found" % path.rsplit("/", 1)[-1]))
 
             def do_GET(self):
@@ -135,5 +164,11 @@ class ApiStub(LocalServer):
 
             def do_PATCH(self):
                 self._answer("PATCH")
+
+            def do_PUT(self):
+                self._answer("PUT")
+
+            def do_DELETE(self):
+                self._answer("DELETE")
 
         return Handler

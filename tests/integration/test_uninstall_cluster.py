@@ -31,7 +31,9 @@ def uninstall(tmp_path, *extra):
 
 def test_render_writes_what_would_go(tmp_path):
     plan, res = uninstall(tmp_path)
-    assert plan["kube_prometheus"]["helm_release"] == {"name": "kube-prometheus-stack", "namespace": "monitoring"}
+    # Only a release that carries our marker goes (tests/integration/test_release_ownership.py runs that with helm).
+    assert plan["kube_prometheus"]["helm_release"] == {"name": "kube-prometheus-stack", "namespace": "monitoring",
+                                                       "only_if_values": {"baremetalGpu": {"managedBy": "baremetal.gpu"}}}
     kinds = [o["kind"] for o in plan["kube_prometheus"]["objects"]]
     assert kinds == ["ConfigMap", "Secret", "PrometheusRule"]
     for obj in plan["kube_prometheus"]["objects"]:

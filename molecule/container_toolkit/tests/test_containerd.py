@@ -3,6 +3,7 @@ import json
 import os
 import tomllib
 
+import pytest
 import testinfra.utils.ansible_runner
 
 from running import cri_plugin_ok, logged_cri_config, started_after_its_config
@@ -52,14 +53,36 @@ def test_main_config_only_gained_the_import(host):
 
 def test_dropin(host):
     dropin = host.file("/etc/containerd/conf.d/99-nvidia.toml")
-    assert dropin.is_file and dropin.user == "root" and dropin.mode == 0o644
     text = dropin.content_string
     assert text.startswith("#")
     if " 2." in host.check_output("containerd --version"):
         # containerd 2 merges key by key: the drop-in holds only the runtime, in the main config's version.
         assert "version = 3" in text and "sandbox" not in text and "registry" not in text
+        assert dropin.mode == 0o644
     else:
         assert "version = 2" in text
+        # containerd 1.x: the drop-in carries the user's whole CRI table, registry credentials included (the
+        # debian12 node's config has some): then it is 0600, and so is the main config that holds them.
+        password = registry_password(host)
+        assert dropin.mode == (0o600 if password else 0o644), oct(dropin.mode)
+        if password:
+            assert password in text
+            assert host.file("/etc/containerd/config.toml").mode == 0o600
+    assert dropin.is_file and dropin.user == "root"
+
+
+def registry_password(host):
+    user = tomllib.loads(host.file("/var/tmp/containerd-config.user.toml").content_string)
+    configs = user.get("plugins", {}).get("io.containerd.grpc.v1.cri", {}).get("registry", {}).get("configs", {})
+    return next((c["auth"]["password"] for c in configs.values() if "password" in c.get("auth", {})), "")
+
+
+def test_registry_credentials_still_reach_containerd(host):
+    password = registry_password(host)
+    if not password:
+        pytest.skip("this node's user config has no registry credentials (debian12's has)")
+    _dump, table = cri(host)
+    assert table["registry"]["configs"]["registry.example.com"]["auth"]["password"] == password
 
 
 def test_containerd_running_on_the_merged_config(host):

@@ -186,3 +186,57 @@ def test_crds_served_and_api_versions():
     crds = [{'spec': {'group': 'monitoring.coreos.com', 'versions': [{'name': 'v1', 'served': True}]}},
             {'spec': {'group': 'nfd.k8s-sigs.io', 'versions': nfd_versions}}]
     assert cluster_addons.crd_api_versions(crds) == ['monitoring.coreos.com/v1', 'nfd.k8s-sigs.io/v1alpha1']
+
+
+# kubernetes.core.helm_info's status: one entry of `helm list --output=yaml` with the release's user-supplied
+# values (`helm get values --output=yaml`) added as "values". The same shape is read from the real helm binary
+# against the API stand-in in tests/integration/test_release_ownership.py.
+def _status(values):
+    return {"name": "kube-prometheus-stack", "namespace": "monitoring", "revision": "3", "status": "deployed",
+            "updated": "2026-11-20 10:01:02.123456789 +0000 UTC", "chart": "kube-prometheus-stack-88.5.3",
+            "app_version": "v0.86.1", "values": values}
+
+
+OURS = cluster_addons.release_marked({"grafana": {"enabled": True}})
+THEIRS = {"grafana": {"enabled": True}, "prometheus": {"prometheusSpec": {"retention": "30d"}}}
+
+
+def test_release_marked_sets_the_marker_over_anything_there():
+    assert OURS == {"grafana": {"enabled": True}, "baremetalGpu": {"managedBy": "baremetal.gpu"}}
+    assert cluster_addons.release_marked({"baremetalGpu": {"managedBy": "me"}})["baremetalGpu"] == {"managedBy": "baremetal.gpu"}
+    assert cluster_addons.release_marked(None) == {"baremetalGpu": {"managedBy": "baremetal.gpu"}}
+    with pytest.raises(ValueError):
+        cluster_addons.release_marked(["a"])
+
+
+@pytest.mark.parametrize("status, adopt, action", [
+    ({}, False, "install"),
+    (_status(OURS), False, "upgrade"),
+    (_status(THEIRS), False, "refuse"),
+    (_status(THEIRS), True, "adopt"),
+    (_status(THEIRS), "true", "adopt"),
+    (_status({}), False, "refuse"),          # a release installed with the chart's defaults only: `helm get values` is null
+    (_status(None), False, "refuse"),
+    (_status({"baremetalGpu": "yes"}), False, "refuse"),
+    (_status({"baremetalGpu": {"managedBy": "someone-else"}}), False, "refuse"),
+])
+def test_release_ownership_install(status, adopt, action):
+    out = cluster_addons.release_ownership(status, "kube-prometheus-stack", "monitoring", adopt, "kube_prometheus_adopt_release")
+    assert out["action"] == action
+    if action == "refuse":
+        assert "kube_prometheus_adopt_release: true" in out["message"]
+        assert "monitoring/kube-prometheus-stack (kube-prometheus-stack-88.5.3)" in out["message"]
+
+
+@pytest.mark.parametrize("status, action", [({}, "absent"), (_status(OURS), "remove"), (_status(THEIRS), "leave"),
+                                            (_status(None), "leave")])
+def test_release_ownership_uninstall_removes_only_ours(status, action):
+    # adopt does not matter to an uninstall: only a release that carries the marker is removed.
+    for adopt in (False, True):
+        out = cluster_addons.release_ownership(status, "kube-prometheus-stack", "monitoring", adopt, "x", "uninstall")
+        assert out["action"] == action
+
+
+def test_release_ownership_refuses_an_unknown_purpose():
+    with pytest.raises(ValueError):
+        cluster_addons.release_ownership({}, "a", "b", purpose="delete")

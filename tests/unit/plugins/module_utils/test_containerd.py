@@ -196,3 +196,31 @@ def test_emit_skips_empty_parents_and_quotes_keys():
     out = []
     containerd.emit_table(['plugins', 'io.containerd.grpc.v1.cri'], {'a': {'b': 1}, 'x y': 'z'}, out)
     assert out == ['', '[plugins."io.containerd.grpc.v1.cri"]', '  "x y" = "z"', '', '[plugins."io.containerd.grpc.v1.cri".a]', '  b = 1']
+
+
+PASSWORD = "Reg-s3cr{{et}}-{#x#}-%-'q'-7f3a"
+
+
+@pytest.mark.parametrize('release,dropin', [('1.6', True), ('1.7', True), ('2.2', False)])
+def test_credentials_are_flagged_where_they_are(release, dropin):
+    # containerd 1.x: the drop-in carries the user's CRI table, password included (containerd must keep it);
+    # 2.x: only the runtime. The main config is the user's, with the password, in both.
+    result = plan(release, 'user/v2-user-credentials.toml')
+    assert result['credentials'] == {'dropin': dropin, 'main': True}
+    assert (PASSWORD in result['dropin_content']) is dropin
+    if dropin:
+        cri = toml_compat.loads(result['dropin_content'])['plugins'][containerd.CRI_V2]
+        assert cri['registry']['configs']['registry.example.com']['auth'] == {'username': 'puller', 'password': PASSWORD}
+
+
+@pytest.mark.parametrize('release', ['1.6', '2.2'])
+def test_no_credentials_no_flag(release):
+    assert plan(release, 'user/v2-user.toml')['credentials'] == {'dropin': False, 'main': False}
+    assert plan(release, None)['credentials'] == {'dropin': False, 'main': False}
+
+
+def test_secret_values_finds_every_credential_key():
+    auth = {'username': 'u', 'password': 'p1', 'auth': 'dTpwMQ==', 'identitytoken': 't1'}
+    registry = {'configs': {'a': {'auth': auth}}, 'auths': {'b': {'auth': 'YjpwMg=='}}}
+    data = {'plugins': {'x': {'registry': registry}}, 'list': [{'token': 't2'}], 'empty': {'password': ''}}
+    assert sorted(containerd.secret_values(data)) == sorted(['p1', 'dTpwMQ==', 't1', 'YjpwMg==', 't2'])
