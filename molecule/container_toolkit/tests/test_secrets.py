@@ -24,7 +24,7 @@ def test_registry_password_never_printed_at_vvv_with_diff():
     assert rc == 0, out[-4000:]
     # The tasks that read and plan the files ran (hidden), and the output is -vvv's.
     assert "TASK [baremetal.gpu.container_toolkit : Preflight | Plan containerd's configuration" in out
-    assert "the output has been hidden due to the fact that 'no_log: true'" in out
+    assert "the output has been hidden due to the fact that" in out  # no_log (quotes differ between callbacks)
     assert "NSENTER " in out  # the connection logs each command at -vvv
     assert secret not in out
     assert "Reg-s3cr" not in out  # nor a part of it (a template that cut `{{et}}` out would leave this)
