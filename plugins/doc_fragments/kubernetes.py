@@ -5,8 +5,8 @@
 """The Kubernetes connection options of baremetal.gpu's modules that talk to the API.
 
 The options are those of kubernetes.core's C(AUTH_ARG_SPEC), which M(baremetal.gpu.gpu_node_capacity)
-takes whole (so one C(module_defaults) entry for C(group/baremetal.gpu.k8s) sets them for it and for
-kubernetes.core's modules). They are documented here, in this collection, and not through
+and M(baremetal.gpu.maintenance_lock) take whole (so one C(module_defaults) entry for C(group/baremetal.gpu.k8s)
+sets them for both and for kubernetes.core's modules). They are documented here, in this collection, and not through
 kubernetes.core's own doc fragment: a doc fragment of another collection is missing wherever this
 collection is installed or imported without its dependencies (Galaxy's import runs C(ansible-doc)
 that way), and one missing fragment made C(ansible-doc) drop the documentation of every module.

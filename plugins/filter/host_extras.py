@@ -13,11 +13,11 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.baremetal.gpu.plugins.module_utils import apt, fabric, kernel_guard, modparams
 
 
-def fabric_manager_decision(facts, value, branch, install_family, source):
+def fabric_manager_decision(facts, value, branch, install_family, source, distribution=None, flavor=None):
     if not isinstance(facts, dict):
         raise AnsibleFilterError('baremetal.gpu.fabric_manager_decision: the node facts must be a dict, got %s'
                                  % type(facts).__name__)
-    return fabric.decide(value, facts, str(branch), install_family, source)
+    return fabric.decide(value, facts, str(branch), install_family, source, distribution, flavor)
 
 
 def fabric_manager_pins(decision, policy_text, simulated_version, candidates=None):

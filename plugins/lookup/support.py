@@ -28,6 +28,8 @@ description:
     else the inventory name."
   - V(dcgm_exporter), what must agree with the pinned dcgm-exporter release (its chart version, the label that
     carries the node name), shared by the dcgm_exporter and kube_prometheus roles and the verification.
+  - V(toolkit_packages), the NVIDIA Container Toolkit's packages, shared by the container_toolkit role and the
+    uninstall's plan.
 author:
   - baremetal.gpu maintainers (@baremetal-gpu)
 options:
@@ -37,7 +39,7 @@ options:
     type: list
     elements: str
     choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support, dcgm_exporter,
-              node_name]
+              node_name, toolkit_packages]
 seealso:
   - plugin: baremetal.gpu.driver_branch_status
     plugin_type: filter
@@ -59,7 +61,7 @@ EXAMPLES = r"""
 RETURN = r"""
 _raw:
   description:
-    - One entry per term. V(supported_os), V(os_matrix) and V(architectures) are lists; with C(query())
+    - One entry per term. V(supported_os), V(os_matrix), V(architectures) and V(toolkit_packages) are lists; with C(query())
       their items are returned as the list. V(driver_support) and V(dcgm_exporter) are dictionaries.
   type: raw
 """
@@ -94,6 +96,7 @@ DATA = {
     'driver_support': lambda variables, templar: dict(support.DRIVER_SUPPORT),
     'dcgm_exporter': lambda variables, templar: dict(support.DCGM_EXPORTER),
     'node_name': _node_name,
+    'toolkit_packages': lambda variables, templar: list(support.TOOLKIT_PACKAGES),
 }
 
 

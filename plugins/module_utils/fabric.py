@@ -71,11 +71,14 @@ def _generation(gpu):
         return 'unknown'
 
 
-def decide(value, facts, branch, install_family, source):
+def decide(value, facts, branch, install_family, source, distribution=None, flavor=None):
     """Whether this node gets Fabric Manager, before anything changes.
 
     ``facts`` is gpu_node_facts' fact (system_kind, nvswitches, gpus); ``branch`` the decided driver
-    branch; ``install_family`` Debian or RedHat; ``source`` distro or cuda_repo.
+    branch; ``install_family`` Debian or RedHat; ``source`` distro or cuda_repo; ``distribution`` the OS
+    (ansible_facts.distribution) and ``flavor`` nvidia_driver_flavor: Ubuntu's Fabric Manager packages depend
+    on the server driver (``nvidia-kernel-common-<B>-server-<version>``, every branch of noble's multiverse), so
+    on Ubuntu's own packages any other flavour is refused before anything changes.
     Returns a dict: setting, wanted (bool), reason, warnings (list), errors (list, each naming the
     variable), packages (names, without versions), service, path_unit.
     """
@@ -117,6 +120,13 @@ def decide(value, facts, branch, install_family, source):
                              'Fabric Manager pinned to its driver here. Use branch %d or lower from the CUDA '
                              'repository, or the distribution\'s packages. Nothing was changed.'
                              % (VARIABLE, branch, LAST_SUFFIXED_CUDA_BRANCH))
+        return out
+    if distribution == 'Ubuntu' and source == 'distro' and flavor not in (None, 'server'):
+        out['errors'].append('%s: Ubuntu\'s %s depend on the server driver (nvidia-kernel-common-%s-server), and '
+                             'nvidia_driver_flavor is %s; apt cannot install both. Set nvidia_driver_flavor to server on '
+                             'NVSwitch nodes (or %s to false). Nothing was changed.'
+                             % (VARIABLE, ' and '.join(p.format(branch=branch) for p in PACKAGES), branch, flavor,
+                                VARIABLE))
         return out
     out['wanted'] = True
     out['packages'] = [p.format(branch=branch) for p in PACKAGES]

@@ -374,8 +374,9 @@ def uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None)
     Purging the driver takes the userland of running GPU pods away, removing the NVIDIA container runtime breaks
     every container that uses it, and taking RKE2's template off restarts RKE2: on a node of a cluster each is done
     out of service (cordon, GPU pods deleted, drain), in a batch. ``facts``: ansible_facts['gpu_node'] (driver and
-    rke2 subsets); ``runtime_present``: the NVIDIA container runtime binary exists; ``rke2_files``: the files of
-    rke2_nvidia_runtime found on the node. Same shape as node(): in_cluster, why, role, unit, reboot (empty: the
+    rke2 subsets); ``runtime_present``: the uninstall removes the NVIDIA container runtime (container_toolkit's
+    containerd drop-in is there, or a toolkit package it purges); ``rke2_files``: the files of rke2_nvidia_runtime
+    found on the node. Same shape as node(): in_cluster, why, role, unit, reboot (empty: the
     uninstall never reboots), restart, reasons, resume, disruptive."""
     facts = facts or {}
     reasons = []

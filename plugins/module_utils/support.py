@@ -31,6 +31,10 @@ RUNTIME_CLASS_NAME = 'nvidia'
 RUNTIME_HANDLER = 'nvidia'
 # The one variable that overrides RUNTIME_CLASS_NAME for every role (read by the lookup plugin).
 RUNTIME_CLASS_VARIABLE = 'baremetal_gpu_runtime_class_name'
+# The NVIDIA Container Toolkit's packages (container_toolkit installs them; the uninstall plan asks whether any is
+# installed to tell whether taking the toolkit off disrupts the node).
+TOOLKIT_PACKAGES = ('nvidia-container-toolkit', 'nvidia-container-toolkit-base', 'libnvidia-container-tools',
+                    'libnvidia-container1')
 # Runtime names containerd and CRI-O already use for something else: never the NVIDIA runtime's.
 BUILTIN_RUNTIMES = ('runc', 'crun', 'runsc', 'kata', 'kata-containers', 'youki', 'gvisor', 'default')
 _DNS_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')

@@ -36,7 +36,7 @@ requirements:
   - The collection kubernetes.core, whose API client and connection options the module uses.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-  - kubernetes.core.k8s_auth_options
+  - baremetal.gpu.kubernetes
 attributes:
   check_mode:
     support: full

@@ -392,5 +392,14 @@ def test_the_uninstall_plan_reads_the_cluster_and_refuses_bad_knobs(tmp_path, cl
     assert 'gpu-a: in a cluster (the cluster API lists Node n-gpu-a); nothing to take off' in out, out[-3000:]
     assert 'nothing disruptive to do' in out
     assert [m for m, _p, _b in cluster.requests if m != 'GET'] == []
+    # container_toolkit's containerd drop-in on the node: taking it off removes the runtime, out of service.
+    dropin = tmp_path / 'conf.d'
+    dropin.mkdir()
+    (dropin / '99-nvidia.toml').write_text('# baremetal.gpu container_toolkit\n')
+    rc, out = finish(start(tmp_path, 'dropin', cluster, ['gpu-a'], UNINSTALL_PLAY,
+                           dict(extra, container_toolkit_containerd_dropin_dir=str(dropin))))
+    assert rc == 0, out[-4000:]
+    assert 'gpu-a: in a cluster (the cluster API lists Node n-gpu-a); the NVIDIA container runtime to remove' in out, \
+        out[-3000:]
     rc, out = finish(start(tmp_path, 'bad', cluster, ['gpu-a'], UNINSTALL_PLAY, dict(extra, upgrade_lock_timeout=-5)))
     assert rc != 0 and 'upgrade_lock_timeout must be 0 (do not wait) or more seconds, got "-5"' in out

@@ -10,9 +10,10 @@ import testinfra.utils.ansible_runner
 testinfra_hosts = ["podman://" + h for h in testinfra.utils.ansible_runner.AnsibleRunner(
     os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts("all")]
 
-OPEN_ONLY = re.compile(r"^(nvidia-(headless-no-dkms|kernel-source)-580-open|linux-modules-nvidia-580-open-.*)$")
-PROPRIETARY_ONLY = re.compile(r"^(nvidia-(headless-no-dkms|kernel-source)-580|linux-modules-nvidia-580-[0-9].*"
-                              r"|linux-objects-nvidia-580-.*|linux-signatures-nvidia-.*)$")
+# The server flavour (Ubuntu's Fabric Manager depends on the server driver): every name has "-server".
+OPEN_ONLY = re.compile(r"^(nvidia-(headless-no-dkms|kernel-source)-580-server-open|linux-modules-nvidia-580-server-open-.*)$")
+PROPRIETARY_ONLY = re.compile(r"^(nvidia-(headless-no-dkms|kernel-source)-580-server|linux-modules-nvidia-580-server-[0-9].*"
+                              r"|linux-objects-nvidia-580-server-.*|linux-signatures-nvidia-.*)$")
 
 
 def _record(host, step):
@@ -35,7 +36,9 @@ def _check_flavour(record, flavour):
     assert [p for p in installed if other.match(p)] == [], installed
     assert [p for p in installed if mine.match(p) and p.startswith("linux-modules-")], installed
     assert record["license"] == {"open": "Dual MIT/GPL", "proprietary": "NVIDIA"}[flavour], record
-    assert ("/nvidia-580-open/" in record["filename"]) is (flavour == "open"), record["filename"]
+    # Canonical's server modules live in kernel/nvidia-580srv[-open]/.
+    assert "/nvidia-580srv" in record["filename"], record["filename"]
+    assert ("/nvidia-580srv-open/" in record["filename"]) is (flavour == "open"), record["filename"]
     # Prebuilt all along: no DKMS.
     assert record["dkms"][1:2] != "i", record["dkms"]
     # No unheld package: everything the role installs is held, and nothing it removed stays held.
@@ -61,12 +64,12 @@ def test_killed_run_left_a_stale_initramfs_and_the_rerun_rebuilt_it(host):
 def test_switch_to_open_left_no_proprietary_package_and_no_unheld_package(host):
     record = _record(host, "open")
     _check_flavour(record, "open")
-    assert "linux-modules-nvidia-580-6.8.0-149-generic" in record["plan_remove"]
+    assert "linux-modules-nvidia-580-server-6.8.0-149-generic" in record["plan_remove"]
 
 
 def test_a_foreign_hold_was_refused_and_nothing_changed(host):
     before, refused = _record(host, "open"), _record(host, "refused")
-    assert "nvidia-kernel-source-580-open" in refused["refusal"]
+    assert "nvidia-kernel-source-580-server-open" in refused["refusal"]
     assert _installed(refused) == _installed(before)
     assert refused["license"] == "Dual MIT/GPL"
 
@@ -79,7 +82,7 @@ def test_final_state_is_proprietary_and_recorded_holds_match(host):
     record = json.loads(host.file("/var/lib/baremetal-gpu/nvidia_driver/holds.json").content_string)
     held = set(p.split(":")[0] for p in host.run("apt-mark showhold").stdout.split())
     assert set(record["held"]) == held, (record["held"], held)
-    assert "nvidia-kernel-source-580-open" not in held
+    assert "nvidia-kernel-source-580-server-open" not in held
 
 
 # ---- issue 19: Fabric Manager on forced NVSwitch facts, module parameters (final state) ----------------
@@ -93,7 +96,7 @@ def test_fabric_manager_at_the_drivers_exact_version_held_and_enabled(host):
                    "2>/dev/null").stdout
     installed = sorted(line.split()[0] for line in out.splitlines() if line.split()[-1][1:2] == "i")
     assert installed == ["libnvidia-nscq-580", "nvidia-fabricmanager-580"], installed
-    driver = _version(host, "nvidia-utils-580")
+    driver = _version(host, "nvidia-utils-580-server")
     for name in installed:
         assert _version(host, name).split("-")[0] == driver.split("-")[0], (name, _version(host, name), driver)
     held = set(p.split(":")[0] for p in host.run("apt-mark showhold").stdout.split())

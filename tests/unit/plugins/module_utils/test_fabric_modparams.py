@@ -67,6 +67,19 @@ def test_true_without_nvswitch_warns_and_installs(tmp_path):
     assert len(got['warnings']) == 1 and 'nvidia_driver_fabric_manager is true, but no NVSwitch' in got['warnings'][0]
 
 
+@pytest.mark.parametrize('flavor', ['headless', 'desktop'])
+def test_ubuntu_packages_need_the_server_driver(tmp_path, flavor):
+    # noble's multiverse: nvidia-fabricmanager-580 Depends: nvidia-kernel-common-580-server-580.178.04 (and so do
+    # 595 and 615, and libnvidia-nscq-<B>); apt answered "held broken packages" beside nvidia-headless-no-dkms-580.
+    got = fabric.decide('auto', facts_of(HGX, tmp_path), '580', 'Debian', 'distro', 'Ubuntu', flavor)
+    assert got['wanted'] is False and got['packages'] == []
+    assert 'nvidia-kernel-common-580-server' in got['errors'][0] and 'nvidia_driver_flavor is %s' % flavor in got['errors'][0]
+    assert fabric.decide('auto', facts_of(HGX, tmp_path), '580', 'Debian', 'distro', 'Ubuntu', 'server')['wanted']
+    # Debian's packages and NVIDIA's CUDA repository have no server variant.
+    assert fabric.decide('auto', facts_of(HGX, tmp_path), '580', 'Debian', 'distro', 'Debian', 'desktop')['wanted']
+    assert fabric.decide('auto', facts_of(HGX, tmp_path), '580', 'Debian', 'cuda_repo', 'Ubuntu', 'desktop')['wanted']
+
+
 def test_false_on_hgx_warns(tmp_path):
     got = fabric.decide('false', facts_of(HGX, tmp_path), '580', 'Debian', 'distro')
     assert got['wanted'] is False and 'error 802' in got['warnings'][0]
