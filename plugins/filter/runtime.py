@@ -43,6 +43,21 @@ def systemd_timestamp(text):
     return calendar.timegm(moment.timetuple()) + micro / 1e6
 
 
+# What `systemctl is-enabled` prints for a unit that starts at boot or with what pulls it in (systemctl(1)).
+ENABLED_STATES = ('enabled', 'enabled-runtime', 'static', 'indirect', 'alias')
+
+
+def systemd_not_enabled(units, lines):
+    """The units of ``units`` that ``systemctl is-enabled UNIT...`` (its stdout ``lines``, one per unit in the order
+    asked) does not report enabled. A unit systemd does not know gets no line, only an error on stderr, so when the
+    count differs no line can be matched to its unit: every unit is reported."""
+    units = list(units or [])
+    lines = [str(line).strip() for line in (lines or [])]
+    if len(lines) != len(units):
+        return units
+    return [unit for unit, state in zip(units, lines) if state not in ENABLED_STATES]
+
+
 class FilterModule(object):
 
     def filters(self):
@@ -50,4 +65,5 @@ class FilterModule(object):
             'runtime_version': runtime_version,
             'docker_cdi': docker_cdi,
             'systemd_timestamp': systemd_timestamp,
+            'systemd_not_enabled': systemd_not_enabled,
         }

@@ -2,6 +2,7 @@
 import json
 import os
 import subprocess
+import tomllib
 
 INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -38,3 +39,14 @@ def recap_changed(out, host):
         if line.startswith(host) and "changed=" in line:
             return int(line.split("changed=")[1].split()[0])
     raise AssertionError("no recap for %s in:\n%s" % (host, out[-2000:]))
+
+
+# The user's containerd config of the test (tests/fixtures/containerd/user/), as prepare.yml put it on the node.
+USER_CONFIG = "/var/tmp/containerd-config.user.toml"
+
+
+def registry_password(toml_text):
+    """The first registry password in a containerd config (the CRI plugin's registry.configs), or ""."""
+    configs = tomllib.loads(toml_text).get("plugins", {}).get("io.containerd.grpc.v1.cri", {}).get(
+        "registry", {}).get("configs", {})
+    return next((c["auth"]["password"] for c in configs.values() if "password" in c.get("auth", {})), "")

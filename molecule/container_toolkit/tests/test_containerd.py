@@ -6,6 +6,7 @@ import tomllib
 import pytest
 import testinfra.utils.ansible_runner
 
+from helpers import USER_CONFIG, registry_password
 from running import cri_plugin_ok, logged_cri_config, started_after_its_config
 
 RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"])
@@ -63,7 +64,7 @@ def test_dropin(host):
         assert "version = 2" in text
         # containerd 1.x: the drop-in carries the user's whole CRI table, registry credentials included (the
         # debian12 node's config has some): then it is 0600, and so is the main config that holds them.
-        password = registry_password(host)
+        password = registry_password(host.file(USER_CONFIG).content_string)
         assert dropin.mode == (0o600 if password else 0o644), oct(dropin.mode)
         if password:
             assert password in text
@@ -71,14 +72,8 @@ def test_dropin(host):
     assert dropin.is_file and dropin.user == "root"
 
 
-def registry_password(host):
-    user = tomllib.loads(host.file("/var/tmp/containerd-config.user.toml").content_string)
-    configs = user.get("plugins", {}).get("io.containerd.grpc.v1.cri", {}).get("registry", {}).get("configs", {})
-    return next((c["auth"]["password"] for c in configs.values() if "password" in c.get("auth", {})), "")
-
-
 def test_registry_credentials_still_reach_containerd(host):
-    password = registry_password(host)
+    password = registry_password(host.file(USER_CONFIG).content_string)
     if not password:
         pytest.skip("this node's user config has no registry credentials (debian12's has)")
     _dump, table = cri(host)

@@ -4,21 +4,12 @@ The debian12 node (containerd 1.6.20) runs on tests/fixtures/containerd/user/v2-
 password with `{{`, `{#`, `%` and quotes. On containerd 1.x the role's drop-in must carry it (containerd replaces
 the whole CRI table with the imported one), so every task that reads, plans or writes those files could print it.
 """
-import tomllib
-
-from helpers import node, node_path, play
-
-FIXTURE = "/var/tmp/containerd-config.user.toml"
-
-
-def password():
-    with open(node_path(node("debian12"), FIXTURE), "rb") as handle:
-        user = tomllib.load(handle)
-    return user["plugins"]["io.containerd.grpc.v1.cri"]["registry"]["configs"]["registry.example.com"]["auth"]["password"]
+from helpers import USER_CONFIG, node, node_path, play, registry_password
 
 
 def test_registry_password_never_printed_at_vvv_with_diff():
-    secret = password()
+    with open(node_path(node("debian12"), USER_CONFIG), encoding="utf-8") as handle:
+        secret = registry_password(handle.read())
     assert "{{" in secret and "{#" in secret and "%" in secret and "'" in secret
     rc, out = play(node("debian12"), {}, "-vvv", "--check", "--diff")
     assert rc == 0, out[-4000:]

@@ -46,3 +46,18 @@ def test_systemd_timestamp():
 def test_docker_cdi_filter():
     assert runtime.docker_cdi(fixture('containerd', 'dockerd-debian13.version.txt'))['feature_needed'] is True
     assert runtime.FilterModule().filters()['docker_cdi'] is runtime.docker_cdi
+
+
+def test_systemd_not_enabled_reads_one_line_per_unit():
+    units = ['nvidia-persistenced.service', 'systemd-journald.service', 'getty@tty1.service', 'apt-daily.service']
+    lines = fixture('systemd', 'is-enabled-debian12-four-units.txt').splitlines()
+    assert runtime.systemd_not_enabled(units, lines) == ['getty@tty1.service']
+
+
+def test_systemd_not_enabled_reports_every_unit_when_one_is_unknown():
+    # systemd printed "enabled" for nvidia-persistenced and nothing for the unknown unit: no line can be matched.
+    units = ['nvidia-persistenced.service', 'nosuch.service']
+    lines = fixture('systemd', 'is-enabled-debian12-with-unknown-unit.txt').splitlines()
+    assert runtime.systemd_not_enabled(units, lines) == units
+    assert runtime.systemd_not_enabled([], []) == []
+    assert runtime.systemd_not_enabled(['a.service'], ['disabled']) == ['a.service']
