@@ -1,8 +1,11 @@
 """Shared helpers for the integration tests (run with the project venv, see scripts/env.sh)."""
+import json
 import os
 import subprocess
 
 import pytest
+
+from k8s_api_double import ApiDouble, write_kubeconfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -34,3 +37,23 @@ def run_playbook(playbook, *args, extra_env=None, timeout=600):
 @pytest.fixture(scope="session")
 def project_root():
     return ROOT
+
+
+# The bearer token the API stand-in accepts (tests/integration/k8s_api_double.py).
+API_TOKEN = 'double-token'
+
+
+def real_node():
+    """A real RKE2 GPU Node: the first item of tests/fixtures/k8s-nodes/edgexr__rke2-vgpu-A16-4Q-nodes.json."""
+    with open(os.path.join(ROOT, 'tests', 'fixtures', 'k8s-nodes', 'edgexr__rke2-vgpu-A16-4Q-nodes.json'),
+              encoding='utf-8') as handle:
+        return json.load(handle)['items'][0]
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """The Kubernetes API stand-in, started, with a kubeconfig for it (``.kubeconfig``); stopped after the test."""
+    double = ApiDouble(token=API_TOKEN).start()
+    double.kubeconfig = write_kubeconfig(tmp_path / 'kubeconfig', double.url, API_TOKEN)
+    yield double
+    double.stop()

@@ -8,19 +8,14 @@ baremetal.gpu/host-rollout; host_rollout_plan reads the Node list from the doubl
 """
 import copy
 import json
-import os
 import re
 import subprocess
 
-import pytest
 import yaml
 
-from conftest import ROOT, ansible_env
-from k8s_api_double import ApiDouble, write_kubeconfig
+from conftest import ansible_env, real_node
 
-TOKEN = 'double-token'
-with open(os.path.join(ROOT, 'tests', 'fixtures', 'k8s-nodes', 'edgexr__rke2-vgpu-A16-4Q-nodes.json')) as handle:
-    NORI = json.load(handle)['items'][0]
+NORI = real_node()
 LABEL = 'baremetal.gpu/host-rollout'
 UPGRADE_LABEL = 'baremetal.gpu/driver-upgrade'
 INITIAL = 'baremetal.gpu/driver-upgrade.initially-unschedulable'
@@ -41,13 +36,6 @@ DISRUPTIVE = {'in_cluster': True, 'why': 'rke2-agent is enabled', 'role': 'agent
               'restart': ['the nvidia runtime is missing from /var/lib/rancher/rke2/agent/etc/containerd/config.toml'],
               'resume': [], 'disruptive': True}
 
-
-@pytest.fixture
-def cluster(tmp_path):
-    double = ApiDouble(token=TOKEN).start()
-    double.kubeconfig = write_kubeconfig(tmp_path / 'kubeconfig', double.url, TOKEN)
-    yield double
-    double.stop()
 
 
 def run(tmp_path, cluster, steps, extra=None, args=()):

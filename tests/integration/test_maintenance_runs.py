@@ -14,19 +14,14 @@ each host). roles/upgrade's entry points run for real through baremetal.gpu.main
 """
 import copy
 import json
-import os
 import subprocess
 import time
 
-import pytest
 import yaml
 
-from conftest import ROOT, ansible_env
-from k8s_api_double import ApiDouble, write_kubeconfig
+from conftest import ansible_env, real_node
 
-TOKEN = 'double-token'
-with open(os.path.join(ROOT, 'tests', 'fixtures', 'k8s-nodes', 'edgexr__rke2-vgpu-A16-4Q-nodes.json')) as handle:
-    NORI = json.load(handle)['items'][0]
+NORI = real_node()
 STATE = 'baremetal.gpu/driver-upgrade'
 REASON = 'baremetal.gpu/driver-upgrade.reason'
 RUN = 'baremetal.gpu/maintenance.run'
@@ -160,13 +155,6 @@ def node_named(name, **labels):
     node['metadata']['labels'].update(labels)
     return node
 
-
-@pytest.fixture
-def cluster(tmp_path):
-    double = ApiDouble(token=TOKEN).start()
-    double.kubeconfig = write_kubeconfig(tmp_path / 'kubeconfig', double.url, TOKEN)
-    yield double
-    double.stop()
 
 
 def plan(hosts, serial, limit):

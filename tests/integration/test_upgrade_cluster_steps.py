@@ -9,18 +9,14 @@ tests assert the node's resulting state and the requests, in order.
 """
 import copy
 import json
-import os
 import subprocess
 
 import pytest
 import yaml
 
-from conftest import ROOT, ansible_env
-from k8s_api_double import ApiDouble, write_kubeconfig
+from conftest import ansible_env, real_node
 
-TOKEN = 'double-token'
-with open(os.path.join(ROOT, 'tests', 'fixtures', 'k8s-nodes', 'edgexr__rke2-vgpu-A16-4Q-nodes.json')) as handle:
-    NORI = json.load(handle)['items'][0]
+NORI = real_node()
 STATE = 'baremetal.gpu/driver-upgrade'
 INITIAL = 'baremetal.gpu/driver-upgrade.initially-unschedulable'
 CAPACITY = 'baremetal.gpu/driver-upgrade.capacity-before'
@@ -76,13 +72,6 @@ def test_pods_are_valid_kubernetes_objects():
     for item in (TRAIN, SCRATCH, DCGM, WEB):
         kubernetes_validate.validate(item, '1.31.0', strict=True)
 
-
-@pytest.fixture
-def cluster(tmp_path):
-    double = ApiDouble(token=TOKEN).start()
-    double.kubeconfig = write_kubeconfig(tmp_path / 'kubeconfig', double.url, TOKEN)
-    yield double
-    double.stop()
 
 
 def run(tmp_path, cluster, steps, extra=None):

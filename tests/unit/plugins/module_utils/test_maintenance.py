@@ -13,7 +13,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import json
 import os
 import re
 
@@ -21,6 +20,7 @@ import pytest
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import apt as aptlib
 from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance
+from ansible_collections.baremetal.gpu.tests.unit.plugins.module_utils.real_node import NORI, named as api
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures')
 
@@ -34,7 +34,6 @@ BEFORE = fixture('rke2', 'config.toml.before')
 AFTER = fixture('rke2', 'config.toml.after')
 AFTER_V4 = fixture('rke2', 'config-v4.toml.after')
 POLICY = aptlib.parse_policy(fixture('apt', 'ubuntu2404-policy.txt'))
-NORI = json.loads(fixture('k8s-nodes', 'edgexr__rke2-vgpu-A16-4Q-nodes.json'))['items'][0]
 H100 = {'address': '0000:00:06.0', 'device_id': '2330', 'family': 'Hopper'}
 
 
@@ -170,15 +169,6 @@ def test_a_node_the_last_rollout_left_cordoned_goes_through_its_batch_again():
 
 def info(in_cluster=True, role='agent', disruptive=True):
     return {'in_cluster': in_cluster, 'role': role if in_cluster else '', 'disruptive': in_cluster and disruptive}
-
-
-def api(name, unschedulable=False, labels=None):
-    out = copy.deepcopy(NORI)
-    out['metadata']['name'] = name
-    out['metadata']['labels'].update(labels or {})
-    if unschedulable:
-        out['spec']['unschedulable'] = True
-    return out
 
 
 def test_servers_one_at_a_time_and_outside_nodes_never_with_cluster_nodes():

@@ -11,27 +11,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import copy
-import json
-import os
-
 import pytest
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance
-
-FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'k8s-nodes')
-with open(os.path.join(FIXTURES, 'edgexr__rke2-vgpu-A16-4Q-nodes.json')) as handle:
-    NORI = json.load(handle)['items'][0]
-
-
-def node(name, unschedulable=False, labels=None):
-    out = copy.deepcopy(NORI)
-    out['metadata']['name'] = name
-    out['metadata']['labels'].update(labels or {})
-    if unschedulable:
-        out['spec']['unschedulable'] = True
-    return out
-
+from ansible_collections.baremetal.gpu.tests.unit.plugins.module_utils.real_node import named as node
 
 HOSTS = ['gpu-a', 'gpu-b', 'gpu-c', 'gpu-d']
 
