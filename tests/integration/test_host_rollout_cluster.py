@@ -37,7 +37,6 @@ DISRUPTIVE = {'in_cluster': True, 'why': 'rke2-agent is enabled', 'role': 'agent
               'resume': [], 'disruptive': True}
 
 
-
 def run(tmp_path, cluster, steps, extra=None, args=()):
     inventory = {'all': {
         'hosts': {'gpu-a': {'ansible_connection': 'local', 'baremetal_gpu_node_name': 'nori'}},

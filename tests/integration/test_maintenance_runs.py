@@ -156,7 +156,6 @@ def node_named(name, **labels):
     return node
 
 
-
 def plan(hosts, serial, limit):
     return {'noop': False, 'order': hosts, 'serial': serial, 'limit': limit,
             'nodes': dict((h, {'in_cluster': True, 'role': 'agent', 'disruptive': True}) for h in hosts),

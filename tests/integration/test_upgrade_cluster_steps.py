@@ -73,7 +73,6 @@ def test_pods_are_valid_kubernetes_objects():
         kubernetes_validate.validate(item, '1.31.0', strict=True)
 
 
-
 def run(tmp_path, cluster, steps, extra=None):
     inventory = {'all': {
         'hosts': {'gpu-a': {'ansible_connection': 'local', 'baremetal_gpu_node_name': 'nori'}},
