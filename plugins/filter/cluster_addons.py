@@ -78,6 +78,13 @@ def xid_codes(severity):
         raise AnsibleFilterError('baremetal.gpu.xid_codes: %s' % exc)
 
 
+def gpu_health_quarantine(cluster_nodes, results, max_quarantined, run_id='', now=''):
+    try:
+        return gpu_health.quarantine_patches(cluster_nodes, results, int(max_quarantined), run_id or '', now or '')
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError('baremetal.gpu.gpu_health_quarantine: %s' % exc)
+
+
 class FilterModule(object):
 
     def filters(self):
@@ -88,6 +95,7 @@ class FilterModule(object):
             'dcgm_dashboard': dcgm_dashboard,
             'device_list_strategy': device_list_strategy,
             'gpu_class': gpu_class,
+            'gpu_health_quarantine': gpu_health_quarantine,
             'gpu_node_products': gpu_node_products,
             'promql_value_in': promql_value_in,
             'release_marked': release_marked,

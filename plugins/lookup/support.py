@@ -26,6 +26,9 @@ description:
   - "V(node_name), the Kubernetes node name of the current host: the host variable C(baremetal_gpu_node_name) when
     set (refused, naming it, when Kubernetes would refuse the name), else the machine's node name (C(uname -n)),
     else the inventory name."
+  - "V(node_names), the names the current host's Node may have, in the order the maintenance engine tries them
+    (filter C(baremetal.gpu.maintenance_node_name)): C(baremetal_gpu_node_name) when set (checked as for V(node_name)),
+    the machine's node name, the inventory name."
   - V(dcgm_exporter), what must agree with the pinned dcgm-exporter release (its chart version, the label that
     carries the node name), shared by the dcgm_exporter and kube_prometheus roles and the verification.
   - V(toolkit_packages), the NVIDIA Container Toolkit's packages, shared by the container_toolkit role and the
@@ -39,7 +42,7 @@ options:
     type: list
     elements: str
     choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support, dcgm_exporter,
-              node_name, toolkit_packages]
+              node_name, node_names, toolkit_packages]
 seealso:
   - plugin: baremetal.gpu.driver_branch_status
     plugin_type: filter
@@ -61,7 +64,7 @@ EXAMPLES = r"""
 RETURN = r"""
 _raw:
   description:
-    - One entry per term. V(supported_os), V(os_matrix), V(architectures) and V(toolkit_packages) are lists; with C(query())
+    - One entry per term. V(supported_os), V(os_matrix), V(architectures), V(node_names) and V(toolkit_packages) are lists; with C(query())
       their items are returned as the list. V(driver_support) and V(dcgm_exporter) are dictionaries.
   type: raw
 """
@@ -87,6 +90,14 @@ def _node_name(variables, templar):
     return support.node_name(override, facts.get('nodename'), variables.get('inventory_hostname'))
 
 
+def _node_names(variables, templar):
+    override = variables.get(support.NODE_NAME_VARIABLE)
+    if override is not None:
+        override = templar.template(override)
+    facts = variables.get('ansible_facts') or {}
+    return support.node_names(override, facts.get('nodename'), variables.get('inventory_hostname'))
+
+
 DATA = {
     'runtime_class_name': _runtime_class_name,
     'runtime_handler': lambda variables, templar: support.RUNTIME_HANDLER,
@@ -96,6 +107,7 @@ DATA = {
     'driver_support': lambda variables, templar: dict(support.DRIVER_SUPPORT),
     'dcgm_exporter': lambda variables, templar: dict(support.DCGM_EXPORTER),
     'node_name': _node_name,
+    'node_names': _node_names,
     'toolkit_packages': lambda variables, templar: list(support.TOOLKIT_PACKAGES),
 }
 

@@ -23,6 +23,7 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import RUN_ANNOTATION, TIME_ANNOTATION
 from ansible_collections.baremetal.gpu.plugins.module_utils.xid_catalog import (
     CATALOG_DATE,
     CATALOG_SOURCE,
@@ -541,6 +542,53 @@ def quarantine_plan(nodes, max_quarantined):
         quarantine = []
     return {'quarantine': quarantine, 'release': release, 'keep': keep, 'stop': stop, 'message': message,
             'quarantined_after': len(keep) + len(quarantine)}
+
+
+def quarantine_patches(cluster_nodes, results, max_quarantined, run_id='', now=''):
+    """The Node changes of a quarantine run, from the cluster's Nodes and this run's verdicts.
+
+    ``cluster_nodes``: the Node objects (k8s_info resources); ``results``: {Node name: the gpu_health result of the
+    inventory host that maps to it (verdict, reason, findings)}; Nodes without a result were not checked this run.
+    Returns quarantine_plan()'s dict plus ``patches``: [{'name', 'action': quarantine|release, 'patch'}], each
+    ``patch`` a JSON merge patch (RFC 7386: lists are replaced, null deletes) of the Node that carries the
+    resourceVersion read, so a Node changed since is refused with 409 Conflict instead of being overwritten, and
+    the whole list of taints with every other taint kept as it was:
+      - quarantine: our taint (taint_for(reason)) added, label ``baremetal.gpu/gpu-health=quarantined``, the
+        annotation ``baremetal.gpu/gpu-health-findings`` with the critical findings (JSON), and the run and time;
+      - release: our taint, label and annotation removed, nothing else.
+    """
+    by_name = {}
+    for node in cluster_nodes or []:
+        name = ((node or {}).get('metadata') or {}).get('name')
+        if name:
+            by_name[name] = node
+    states = {}
+    for name, node in by_name.items():
+        result = (results or {}).get(name) or {}
+        states[name] = {'verdict': result.get('verdict'), 'reason': result.get('reason') or '',
+                        'taints': (node.get('spec') or {}).get('taints') or []}
+    plan = quarantine_plan(states, max_quarantined)
+    patches = []
+    for name, taint in plan['quarantine']:
+        node = by_name[name]
+        critical = [dict((k, f.get(k)) for k in ('gpu', 'pci_bus_id', 'check', 'action', 'detail'))
+                    for f in (results[name].get('findings') or []) if f.get('severity') == CRITICAL]
+        patches.append({'name': name, 'action': 'quarantine', 'patch': {
+            'metadata': {'resourceVersion': node['metadata'].get('resourceVersion'),
+                         'labels': {LABEL_KEY: 'quarantined'},
+                         'annotations': {ANNOTATION_KEY: json.dumps(critical, sort_keys=True),
+                                         RUN_ANNOTATION: run_id, TIME_ANNOTATION: now}},
+            'spec': {'taints': list(states[name]['taints']) + [taint]}}})
+    for name in plan['release']:
+        node = by_name[name]
+        kept = [t for t in states[name]['taints'] if not our_taint(t)]
+        patches.append({'name': name, 'action': 'release', 'patch': {
+            'metadata': {'resourceVersion': node['metadata'].get('resourceVersion'),
+                         'labels': {LABEL_KEY: None},
+                         'annotations': {ANNOTATION_KEY: None, RUN_ANNOTATION: run_id, TIME_ANNOTATION: now}},
+            'spec': {'taints': kept or None}}})
+    plan['patches'] = patches
+    return plan
 
 
 def remediation_plan(result):

@@ -40,6 +40,7 @@ SKIP_LABEL = 'baremetal.gpu/driver-upgrade.skip'
 INITIAL_STATE_ANNOTATION = 'baremetal.gpu/driver-upgrade.initially-unschedulable'
 REASON_ANNOTATION = 'baremetal.gpu/driver-upgrade.reason'
 RUN_ANNOTATION = 'baremetal.gpu/maintenance.run'
+TIME_ANNOTATION = 'baremetal.gpu/maintenance.time'
 HOSTNAME_LABEL = 'kubernetes.io/hostname'
 STATES = ('upgrading', 'done', 'failed')
 GPU_RESOURCE = re.compile(r'^nvidia\.com/(gpu|mig-|gpu\.shared|vgpu)')

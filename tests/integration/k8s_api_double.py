@@ -9,7 +9,8 @@ kubernetes.core's modules (k8s_info, k8s, k8s_drain) and baremetal.gpu.gpu_node_
 - GET and PATCH /api/v1/nodes[/<name>] (strategic merge patch of plain maps: a null deletes a key;
   applied to the stored Node, as the API server would for the fields these playbooks touch); every write
   bumps metadata.resourceVersion, and a PATCH or PUT that carries a stale metadata.resourceVersion is
-  refused with 409 Conflict, as the API server does (optimistic concurrency);
+  refused with 409 Conflict, as the API server does (optimistic concurrency); a PATCH with ?dryRun=All (what
+  kubernetes.core sends in check mode) answers the patched Node and stores nothing, as the API server does;
 - coordination.k8s.io/v1 Leases: GET, POST (201; 409 AlreadyExists when one of that name exists), PUT
   (409 Conflict on a stale or missing resourceVersion; 404 when none), DELETE, with the discovery of the group;
 - GET /api/v1/pods?fieldSelector=spec.nodeName=<n>&labelSelector=..., GET and DELETE
@@ -163,6 +164,9 @@ class ApiDouble(LocalServer):
                     patch = dict(body or {})
                     patch.pop('kind', None)
                     patch.pop('apiVersion', None)
+                    if query.get('dryRun') == ['All']:
+                        # Server-side dry run (kubernetes.core in check mode): the result, nothing stored.
+                        return self._send(200, merge_patch(copy.deepcopy(node), patch))
                     merge_patch(node, patch)
                     double._bump(node)
                 return self._send(200, node)

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 
 import pytest
@@ -439,6 +440,50 @@ def test_budget_counts_the_nodes_already_quarantined():
     assert (plan['stop'], plan['keep'], plan['quarantine']) == (True, ['gpu-1'], [])
     with pytest.raises(ValueError):
         gh.quarantine_plan({}, 0)
+
+
+def test_quarantine_patches_keep_every_other_taint_and_carry_the_resource_version():
+    from .real_node import named
+    sick, well, other = named('gpu-1'), named('gpu-2'), named('gpu-3')
+    sick['spec']['taints'] = [CONTROL_PLANE]
+    sick['metadata']['resourceVersion'] = '41'
+    well['spec']['taints'] = [CORDONED, ours('row_remap_pending')]
+    well['metadata']['resourceVersion'] = '42'
+    # gpu-1 reads unhealthy (row remap pending on GPU 0), gpu-2 healthy again; gpu-3 is not in this run.
+    result = node_result(H100, (b'<remapped_row_pending>No', b'<remapped_row_pending>Yes'))
+    plan = gh.quarantine_patches([sick, well, other], {'gpu-1': result, 'gpu-2': {'verdict': 'healthy'}}, 1,
+                                 'run-7@ctl@t0', '2026-11-25T06:40:00.000000Z')
+    assert [(p['name'], p['action']) for p in plan['patches']] == [('gpu-1', 'quarantine'), ('gpu-2', 'release')]
+    quarantine, release = plan['patches'][0]['patch'], plan['patches'][1]['patch']
+    assert quarantine['spec']['taints'] == [CONTROL_PLANE, ours('row_remap_pending')]
+    assert quarantine['metadata']['resourceVersion'] == '41'
+    assert quarantine['metadata']['labels'] == {'baremetal.gpu/gpu-health': 'quarantined'}
+    notes = quarantine['metadata']['annotations']
+    assert [(f['gpu'], f['check'], f['action']) for f in json.loads(notes['baremetal.gpu/gpu-health-findings'])] == [
+        (0, 'row_remap_pending', 'RESET_GPU')]
+    assert (notes['baremetal.gpu/maintenance.run'], notes['baremetal.gpu/maintenance.time']) == (
+        'run-7@ctl@t0', '2026-11-25T06:40:00.000000Z')
+    # Release: only our taint, label and annotation go; the cordon someone else made stays.
+    assert release['spec']['taints'] == [CORDONED]
+    assert release['metadata']['resourceVersion'] == '42'
+    assert release['metadata']['labels'] == {'baremetal.gpu/gpu-health': None}
+    assert release['metadata']['annotations']['baremetal.gpu/gpu-health-findings'] is None
+    # The real Node of the fixture has no taints: a release that removes the last one deletes the list (null).
+    well['spec']['taints'] = [ours()]
+    plan = gh.quarantine_patches([well], {'gpu-2': {'verdict': 'healthy'}}, 1)
+    assert plan['patches'][0]['patch']['spec'] == {'taints': None}
+
+
+def test_quarantine_patches_change_nothing_when_the_budget_is_exceeded_or_nothing_changed():
+    from .real_node import named
+    nodes = [named('gpu-%d' % i) for i in (1, 2)]
+    sick = {'verdict': 'unhealthy', 'reason': 'xid', 'findings': []}
+    plan = gh.quarantine_patches(nodes, {'gpu-1': sick, 'gpu-2': sick}, 1)
+    assert (plan['stop'], plan['patches']) == (True, [])
+    # Already quarantined by us and still unhealthy: kept, no write (a rerun changes nothing).
+    nodes[0]['spec']['taints'] = [ours()]
+    plan = gh.quarantine_patches(nodes[:1], {'gpu-1': sick}, 1)
+    assert (plan['keep'], plan['patches']) == (['gpu-1'], [])
 
 
 def node_result(name, change=None, log=None):

@@ -274,3 +274,12 @@ def test_node_name_refusals(override):
     with pytest.raises(ValueError) as err:
         support.node_name(override, 'x', 'y')
     assert 'baremetal_gpu_node_name must be a Kubernetes node name' in str(err.value)
+
+
+def test_node_names_in_the_order_the_engine_tries_them():
+    assert support.node_names('gpu-01.example.internal', 'gpu01', 'gpu-a') == ['gpu-01.example.internal', 'gpu01', 'gpu-a']
+    assert support.node_names(None, 'gpu01', 'gpu-a') == ['gpu01', 'gpu-a']
+    assert support.node_names('  ', None, 'gpu-a') == ['gpu-a']
+    with pytest.raises(ValueError) as err:
+        support.node_names('GPU_01', 'gpu01', 'gpu-a')
+    assert 'baremetal_gpu_node_name must be a Kubernetes node name' in str(err.value)

@@ -1,0 +1,154 @@
+"""playbooks/gpu_health.yml with gpu_health_action=quarantine, against the API double (k8s_api_double.py).
+
+No Kubernetes API and no GPU run here. The GPU nodes are this machine (connection local), each with a stand-in
+nvidia-smi (gpu_health_nvidia_smi_path) that prints the real H100 capture of tests/fixtures/nvidia-smi-xml (taken on
+a real H100 node), unchanged for a healthy node, or with one value changed for an unhealthy one (remapped_row_pending
+Yes: a row remap pending, critical, RESET_GPU). The kernel log is not read (this machine's log is not a GPU node's).
+The Nodes are the real RKE2 Node of tests/fixtures/k8s-nodes under each host's name. The double answers as the API
+server does: a write carrying a stale resourceVersion gets 409 Conflict, Leases 201/409. What runs for real: the
+playbook, the role, baremetal.gpu.gpu_health, the maintenance engine's lock (roles/upgrade, maintenance_lock) and
+kubernetes.core's k8s_info and k8s (JSON merge patch).
+"""
+import json
+import os
+import re
+import stat
+import subprocess
+
+import yaml
+
+from conftest import ROOT, ansible_env, real_node
+
+H100 = os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', 'device__h100-80gb-hbm3__580.159.04.xml')
+TAINT = 'baremetal.gpu/gpu-unhealthy'
+LABEL = 'baremetal.gpu/gpu-health'
+FINDINGS = 'baremetal.gpu/gpu-health-findings'
+LEASE = ('kube-system', 'baremetal-gpu-maintenance')
+SOMEONE_ELSES = {'key': 'dedicated', 'value': 'training', 'effect': 'NoSchedule'}
+
+
+def stand_in(tmp_path, host, healthy):
+    """A stand-in nvidia-smi for ``host`` that prints the real H100 capture, changed to a pending row remap unless
+    ``healthy``. Returns its path; rewrite it with ``healthy`` to let the node recover."""
+    with open(H100, encoding='utf-8') as handle:
+        text = handle.read()
+    assert '<remapped_row_pending>No</remapped_row_pending>' in text
+    if not healthy:
+        text = text.replace('<remapped_row_pending>No</remapped_row_pending>',
+                            '<remapped_row_pending>Yes</remapped_row_pending>')
+    capture = tmp_path / ('%s.xml' % host)
+    capture.write_text(text)
+    path = tmp_path / ('nvidia-smi-%s' % host)
+    path.write_text('#!/bin/sh\n# TEST ONLY: a stand-in nvidia-smi printing a real capture\ncat %s\n' % capture)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def add_node(cluster, name, taints=None):
+    node = real_node()
+    node['metadata']['name'] = name
+    node['metadata']['labels']['kubernetes.io/hostname'] = name
+    if taints:
+        node['spec']['taints'] = taints
+    cluster.add_node(node)
+
+
+def run(tmp_path, cluster, health, *args, kubeconfig=None):
+    """gpu_health.yml on the hosts of ``health`` ({host: healthy?}), each the Node n-<host>; returns (rc, output)."""
+    hosts = {}
+    for host, healthy in health.items():
+        hosts[host] = {'ansible_connection': 'local', 'ansible_become': False, 'baremetal_gpu_node_name': 'n-' + host,
+                       'gpu_health_nvidia_smi_path': stand_in(tmp_path, host, healthy)}
+    inventory = {'all': {
+        'vars': {'cluster_kubeconfig': kubeconfig or cluster.kubeconfig, 'gpu_health_kernel_log': False,
+                 'gpu_health_report_dir': str(tmp_path / 'reports'), 'upgrade_lock_timeout': 30},
+        'children': {'k8s_control': {'hosts': {'localhost': {'ansible_connection': 'local'}}},
+                     'gpu_nodes': {'hosts': hosts}}}}
+    (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
+    res = subprocess.run(['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'),
+                          os.path.join(ROOT, 'playbooks', 'gpu_health.yml')] + list(args),
+                         capture_output=True, text=True, env=ansible_env(), timeout=300, check=False)
+    return res.returncode, res.stdout + res.stderr
+
+
+def node_writes(cluster):
+    """The Node writes that change the Node (a server-side dry run, ?dryRun=All, stores nothing)."""
+    return [(m, p, b) for m, p, b in cluster.requests
+            if m in ('PATCH', 'PUT') and p.startswith('/api/v1/nodes/') and 'dryRun=All' not in p]
+
+
+def lease_holder(cluster):
+    return ((cluster.leases.get(LEASE) or {}).get('spec') or {}).get('holderIdentity')
+
+
+def test_quarantine_taints_the_unhealthy_node_keeps_other_taints_and_releases_it_when_healthy(tmp_path, cluster):
+    add_node(cluster, 'n-gpu-a', [SOMEONE_ELSES])
+    add_node(cluster, 'n-gpu-b')
+    rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '-e', 'gpu_health_action=quarantine')
+    assert rc == 0, out[-4000:]
+    assert 'GPU HEALTH QUARANTINE: quarantined n-gpu-a; released none' in out, out[-3000:]
+    sick = cluster.nodes['n-gpu-a']
+    assert sick['spec']['taints'] == [SOMEONE_ELSES, {'key': TAINT, 'value': 'row_remap_pending', 'effect': 'NoSchedule'}]
+    assert sick['metadata']['labels'][LABEL] == 'quarantined'
+    findings = json.loads(sick['metadata']['annotations'][FINDINGS])
+    assert [(f['gpu'], f['check'], f['action']) for f in findings] == [(0, 'row_remap_pending', 'RESET_GPU')]
+    # The run that did it is the lock's holder, written beside the time.
+    run_id = sick['metadata']['annotations']['baremetal.gpu/maintenance.run']
+    assert re.match(r'^\S+@\S+@\d{4}-\d\d-\d\dT', run_id), run_id
+    assert 'MAINTENANCE LOCK Lease kube-system/baremetal-gpu-maintenance held by %s' % run_id in out
+    # Only the sick Node was written, once, with the resourceVersion it had when read under the lock; the healthy one
+    # was left alone; the lock was released.
+    writes = node_writes(cluster)
+    assert [(m, p) for m, p, _b in writes] == [('PATCH', '/api/v1/nodes/n-gpu-a')], writes
+    assert writes[0][2]['metadata']['resourceVersion'] and writes[0][2]['spec']['taints'][0] == SOMEONE_ELSES
+    assert not cluster.nodes['n-gpu-b']['spec'].get('taints')
+    assert lease_holder(cluster) in (None, '')
+
+    # A rerun with the node still unhealthy changes nothing and takes no lock.
+    before = len(cluster.requests)
+    rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '-e', 'gpu_health_action=quarantine')
+    assert rc == 0, out[-4000:]
+    assert 'kept quarantined n-gpu-a' in out
+    later = cluster.requests[before:]
+    assert not [r for r in later if r[0] in ('PATCH', 'PUT', 'POST', 'DELETE')], later
+
+    # Healthy again: our taint, label and annotation go; the other taint stays.
+    rc, out = run(tmp_path, cluster, {'gpu-a': True, 'gpu-b': True}, '-e', 'gpu_health_action=quarantine')
+    assert rc == 0, out[-4000:]
+    assert 'released n-gpu-a' in out
+    well = cluster.nodes['n-gpu-a']
+    assert well['spec']['taints'] == [SOMEONE_ELSES]
+    assert LABEL not in well['metadata']['labels'] and FINDINGS not in well['metadata'].get('annotations', {})
+
+
+def test_quarantine_stops_above_max_quarantined_and_check_mode_writes_nothing(tmp_path, cluster):
+    add_node(cluster, 'n-gpu-a')
+    add_node(cluster, 'n-gpu-b')
+    # Check mode: the plan is made and said, the patch goes only as a server-side dry run, no lock is taken.
+    rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '--check', '-e', 'gpu_health_action=quarantine')
+    assert rc == 0, out[-4000:]
+    assert 'quarantined n-gpu-a' in out
+    assert not node_writes(cluster) and not cluster.leases, cluster.requests
+    assert [p for m, p, _b in cluster.requests if m == 'PATCH'] == ['/api/v1/nodes/n-gpu-a?dryRun=All']
+    assert not cluster.nodes['n-gpu-a']['spec'].get('taints')
+    # Two unhealthy nodes, at most one: nothing is quarantined, and the run fails saying why.
+    rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': False}, '-e', 'gpu_health_action=quarantine')
+    assert rc != 0
+    assert '2 node(s) unhealthy now (n-gpu-a, n-gpu-b) and 0 already quarantined' in out, out[-3000:]
+    assert 'above gpu_health_max_quarantined=1' in out
+    assert not node_writes(cluster)
+    # Raised to 2, both are quarantined.
+    rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': False}, '-e', 'gpu_health_action=quarantine',
+                  '-e', 'gpu_health_max_quarantined=2')
+    assert rc == 0, out[-4000:]
+    assert all(n['spec']['taints'][-1]['key'] == TAINT for n in cluster.nodes.values())
+
+
+def test_quarantine_without_a_kubeconfig_is_refused_before_any_change(tmp_path, cluster):
+    add_node(cluster, 'n-gpu-a')
+    rc, out = run(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=quarantine',
+                  kubeconfig=str(tmp_path / 'no-such-kubeconfig'))
+    assert rc != 0
+    assert 'gpu_health_action=quarantine needs the Kubernetes API' in out, out[-3000:]
+    assert 'no-such-kubeconfig' in out
+    assert not cluster.requests
