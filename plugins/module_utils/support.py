@@ -77,12 +77,12 @@ def node_name(override, nodename, inventory_hostname):
     return str(nodename or inventory_hostname)
 
 
-
 def node_names(override, nodename, inventory_hostname):
     """The names a host's Node may have, in the order the maintenance engine tries them (maintenance_node_name):
     ``override`` (baremetal_gpu_node_name, checked as node_name() does), the machine's node name, the inventory name."""
     first = node_name(override, None, None) if override is not None and str(override).strip() != '' else ''
     return [str(n) for n in (first, nodename, inventory_hostname) if n is not None and str(n) != '']
+
 
 # --------------------------------------------------------------------------------------------
 # dcgm-exporter: what changes between exporter releases and must agree across the dcgm_exporter
