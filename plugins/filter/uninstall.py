@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import host_uninstall
 
@@ -29,6 +30,18 @@ def docker_daemon_restore(data, runtime_name, binary):
     return host_uninstall.docker_daemon_restore(data, runtime_name, binary)
 
 
+def toolkit_packages_to_purge(installed, enabled=True):
+    try:
+        enabled = boolean(enabled, strict=True)
+    except TypeError as exc:
+        raise AnsibleFilterError('baremetal.gpu.toolkit_packages_to_purge: container_toolkit_uninstall_packages must '
+                                 'be a boolean: %s' % exc)
+    if installed is not None and not isinstance(installed, (dict, list)):
+        raise AnsibleFilterError('baremetal.gpu.toolkit_packages_to_purge: expects package_facts (a dict) or a list '
+                                 'of names, got %s' % type(installed).__name__)
+    return host_uninstall.toolkit_packages_to_purge(installed, enabled)
+
+
 class FilterModule(object):
 
     def filters(self):
@@ -36,4 +49,5 @@ class FilterModule(object):
             'apt_history_installed': apt_history_installed,
             'containerd_config_restore': containerd_config_restore,
             'docker_daemon_restore': docker_daemon_restore,
+            'toolkit_packages_to_purge': toolkit_packages_to_purge,
         }

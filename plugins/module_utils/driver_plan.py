@@ -217,6 +217,17 @@ def plan(settings, os_data, facts, apt=None, today=None):
     secure_boot = facts.get('secure_boot') or 'unknown'
     mode = settings.get('secure_boot') or 'fail'
     out['secure_boot'] = {'state': secure_boot, 'mode': mode, 'sign': mode == 'sign' and build == 'dkms'}
+    if secure_boot == 'unknown' and not facts.get('container') and mode == 'fail' and build == 'dkms':
+        # Not a container and the state unread: the machine boots by EFI (gpu_node_facts says not_uefi otherwise)
+        # and neither the efivars nor mokutil told whether Secure Boot is on.
+        errors.append('Secure Boot state unknown on an EFI machine (%s), and the module would be built by DKMS, '
+                      'unsigned: with Secure Boot on it would be refused at load. Nothing was changed. Set '
+                      'nvidia_driver_secure_boot: sign (a MOK key is created and queued), or '
+                      'nvidia_driver_secure_boot: ignore when you know Secure Boot is off or you sign modules '
+                      'yourself%s'
+                      % (facts.get('secure_boot_detail') or 'gpu_node_facts',
+                         ', or use Canonical\'s signed prebuilt modules (nvidia_driver_module_build: prebuilt)'
+                         if prebuilt_possible else ''))
     if secure_boot == 'enabled' and mode == 'fail' and build == 'dkms':
         errors.append('Secure Boot is enabled (%s) and the module would be built by DKMS, unsigned: it would be '
                       'refused at load. Nothing was changed. Set nvidia_driver_secure_boot: sign (a MOK key is '

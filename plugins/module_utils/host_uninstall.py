@@ -7,6 +7,8 @@
   so that an uninstall removes those and never a package the node had before.
 - containerd_config_restore: the main containerd config without the imports entry the role added.
 - docker_daemon_restore: daemon.json without the runtime entries the role merged in.
+- toolkit_packages_to_purge: the NVIDIA Container Toolkit packages an uninstall purges (container_toolkit's
+  uninstall and the maintenance engine's uninstall plan ask the same question).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,6 +18,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import toml_compat
+from ansible_collections.baremetal.gpu.plugins.module_utils.support import TOOLKIT_PACKAGES
 
 # "nvidia-driver:amd64 (535.261.03-1~deb12u1), dkms:amd64 (3.0.10-8+deb12u1, automatic)"
 _PKG = re.compile(r'([^\s,():]+)(?::[^\s,()]+)? \(([^)]*)\)')
@@ -141,3 +144,12 @@ def docker_daemon_restore(data, runtime_name, binary):
         del new['default-runtime']
         removed.append('default-runtime')
     return {'changed': bool(removed), 'content': new, 'empty': not new, 'removed': removed}
+
+
+def toolkit_packages_to_purge(installed, enabled=True):
+    """The toolkit packages (support.TOOLKIT_PACKAGES, in that order) that are installed, when ``enabled``
+    (container_toolkit_uninstall_packages); ``installed`` is package_facts' dict or a list of names."""
+    if not enabled:
+        return []
+    names = set(installed or [])
+    return [name for name in TOOLKIT_PACKAGES if name in names]

@@ -104,7 +104,25 @@ def test_module_of_every_kernel_is_the_branch_and_flavour(host):
             assert "Canonical" in fields.get("signer", ""), fields.get("signer")
         else:
             assert "/updates/dkms/" in filename, filename
+            if exp.get("signed"):
+                # nvidia_driver_secure_boot: sign: DKMS signed it with the role's MOK key, named after the host
+                # (not the key DKMS makes itself, "DKMS module signing key").
+                assert fields.get("signer", "").strip() == "%s DKMS module signing key" % host.check_output("hostname -s"), \
+                    (kernel, fields.get("signer"))
     assert _report(host)["installed_version"].startswith(exp["branch"] + ".")
+
+
+def test_mok_key_of_a_signing_node_is_private(host):
+    exp = _expected(host)
+    key = host.file("/var/lib/shim-signed/mok/MOK.priv")
+    if not exp.get("signed"):
+        assert not host.file("/etc/dkms/framework.conf.d/baremetal-gpu-mok.conf").exists
+        return
+    assert key.exists and key.mode == 0o600 and key.user == "root", (key.exists, oct(key.mode))
+    assert host.file("/var/lib/shim-signed/mok").mode == 0o700
+    conf = host.file("/etc/dkms/framework.conf.d/baremetal-gpu-mok.conf").content_string
+    assert 'mok_signing_key="/var/lib/shim-signed/mok/MOK.priv"' in conf
+    assert 'mok_certificate="/var/lib/shim-signed/mok/MOK.der"' in conf
 
 
 def test_dkms_built_for_every_kernel_or_not_at_all(host):

@@ -170,6 +170,28 @@ def test_secure_boot_on_passes_with_prebuilt_and_needs_sign_with_dkms():
     assert signed['ok'] is True and signed['secure_boot']['sign'] is True
 
 
+def test_secure_boot_unknown_on_an_efi_machine_is_refused_with_dkms_and_fail():
+    apt = apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic'])
+    # Not a container, state unknown: gpu_node_facts found /sys/firmware/efi but could read neither the efivars nor
+    # mokutil (node_facts.secure_boot); a machine without EFI reads not_uefi instead.
+    efi = facts(secure_boot='unknown', container=False)
+    efi['secure_boot_detail'] = 'EFI present, SecureBoot variable unreadable'
+    efi['kernel_running'] = '6.8.0-149-generic'
+    dkms = driver_plan.plan(settings(module_build='dkms'), os_data('Ubuntu'), efi, apt, today=TODAY)
+    assert dkms['ok'] is False
+    assert dkms['errors'][0].startswith('Secure Boot state unknown on an EFI machine (EFI present, SecureBoot variable '
+                                        'unreadable)')
+    assert 'nvidia_driver_secure_boot: sign' in dkms['errors'][0] and 'nvidia_driver_module_build: prebuilt' in dkms['errors'][0]
+    # sign, ignore, prebuilt modules, a legacy BIOS machine and a container (the state is hidden there) pass.
+    for mode in ('sign', 'ignore'):
+        assert driver_plan.plan(settings(module_build='dkms', secure_boot=mode), os_data('Ubuntu'), efi, apt,
+                                today=TODAY)['ok'] is True, mode
+    assert driver_plan.plan(settings(), os_data('Ubuntu'), efi, apt, today=TODAY)['ok'] is True
+    bios = dict(efi, secure_boot='not_uefi')
+    assert driver_plan.plan(settings(module_build='dkms'), os_data('Ubuntu'), bios, apt, today=TODAY)['ok'] is True
+    assert driver_plan.plan(settings(module_build='dkms'), os_data('Ubuntu'), facts(), apt, today=TODAY)['ok'] is True
+
+
 def test_unsupported_source():
     plan = driver_plan.plan(settings(), os_data('RedHat'), facts(kernels=['5.14.0']), today=TODAY)
     assert any(e.startswith('nvidia_driver_source "distro" is not supported on Rocky 9') for e in plan['errors'])

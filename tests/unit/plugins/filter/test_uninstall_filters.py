@@ -1,0 +1,41 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""toolkit_packages_to_purge: the one answer of container_toolkit's uninstall and the uninstall plan."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.baremetal.gpu.plugins.filter import uninstall
+
+# package_facts' shape (name -> list of installed versions), trimmed: a node with the toolkit and containerd.
+PACKAGES = {
+    'containerd': [{'name': 'containerd', 'version': '2.2.1-0ubuntu1~24.04.1', 'source': 'apt'}],
+    'libnvidia-container1': [{'name': 'libnvidia-container1', 'version': '1.18.2-1', 'source': 'apt'}],
+    'nvidia-container-toolkit': [{'name': 'nvidia-container-toolkit', 'version': '1.18.2-1', 'source': 'apt'}],
+    'nvidia-container-toolkit-base': [{'name': 'nvidia-container-toolkit-base', 'version': '1.18.2-1', 'source': 'apt'}],
+}
+
+
+def test_installed_toolkit_packages_in_the_support_order():
+    assert uninstall.toolkit_packages_to_purge(PACKAGES) == [
+        'nvidia-container-toolkit', 'nvidia-container-toolkit-base', 'libnvidia-container1']
+    assert uninstall.toolkit_packages_to_purge(['containerd', 'libnvidia-container-tools']) == ['libnvidia-container-tools']
+
+
+@pytest.mark.parametrize('enabled', [False, 'false', 'no', 0])
+def test_none_when_the_uninstall_keeps_the_packages(enabled):
+    assert uninstall.toolkit_packages_to_purge(PACKAGES, enabled) == []
+
+
+def test_nothing_installed_and_bad_inputs():
+    assert uninstall.toolkit_packages_to_purge({}) == []
+    assert uninstall.toolkit_packages_to_purge(None, 'true') == []
+    with pytest.raises(AnsibleFilterError, match='container_toolkit_uninstall_packages must be a boolean'):
+        uninstall.toolkit_packages_to_purge(PACKAGES, 'sometimes')
+    with pytest.raises(AnsibleFilterError, match='expects package_facts'):
+        uninstall.toolkit_packages_to_purge('nvidia-container-toolkit')
