@@ -85,6 +85,13 @@ def gpu_health_quarantine(cluster_nodes, results, max_quarantined, run_id='', no
         raise AnsibleFilterError('baremetal.gpu.gpu_health_quarantine: %s' % exc)
 
 
+def gpu_health_remediation(result):
+    if not isinstance(result, dict):
+        raise AnsibleFilterError('baremetal.gpu.gpu_health_remediation: expects a gpu_health result (a dict), got %s'
+                                 % type(result).__name__)
+    return gpu_health.remediation_plan(result)
+
+
 class FilterModule(object):
 
     def filters(self):
@@ -96,6 +103,7 @@ class FilterModule(object):
             'device_list_strategy': device_list_strategy,
             'gpu_class': gpu_class,
             'gpu_health_quarantine': gpu_health_quarantine,
+            'gpu_health_remediation': gpu_health_remediation,
             'gpu_node_products': gpu_node_products,
             'promql_value_in': promql_value_in,
             'release_marked': release_marked,

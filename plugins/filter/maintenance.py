@@ -32,6 +32,10 @@ def maintenance_uninstall_node(facts, api_node=None, runtime_present=False, rke2
     return maintenance.uninstall_node(dict(facts or {}), api_node or None, bool(runtime_present), list(rke2_files or []))
 
 
+def maintenance_remediate_node(facts, api_node=None, remediation=None):
+    return maintenance.remediate_node(dict(facts or {}), api_node or None, dict(remediation or {}))
+
+
 def maintenance_plan(hosts, batch_size, max_unavailable, nodes, cluster_nodes=None, what='changed'):
     try:
         return maintenance.plan(batch_size, max_unavailable, list(hosts), dict(nodes or {}),
@@ -77,6 +81,7 @@ class FilterModule(object):
             'maintenance_node': maintenance_node,
             'maintenance_upgrade_node': maintenance_upgrade_node,
             'maintenance_uninstall_node': maintenance_uninstall_node,
+            'maintenance_remediate_node': maintenance_remediate_node,
             'maintenance_plan': maintenance_plan,
             'maintenance_gate': maintenance_gate,
             'maintenance_node_name': maintenance_node_name,

@@ -35,7 +35,8 @@ from datetime import datetime, timedelta
 STATE_LABEL = 'baremetal.gpu/driver-upgrade'
 HOST_ROLLOUT_LABEL = 'baremetal.gpu/host-rollout'
 UNINSTALL_LABEL = 'baremetal.gpu/uninstall'
-STATE_LABELS = (STATE_LABEL, HOST_ROLLOUT_LABEL, UNINSTALL_LABEL)
+REMEDIATION_LABEL = 'baremetal.gpu/gpu-remediation'
+STATE_LABELS = (STATE_LABEL, HOST_ROLLOUT_LABEL, UNINSTALL_LABEL, REMEDIATION_LABEL)
 SKIP_LABEL = 'baremetal.gpu/driver-upgrade.skip'
 INITIAL_STATE_ANNOTATION = 'baremetal.gpu/driver-upgrade.initially-unschedulable'
 REASON_ANNOTATION = 'baremetal.gpu/driver-upgrade.reason'
@@ -390,6 +391,24 @@ def uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None)
     base = node(facts, api_node, [], restart, label=UNINSTALL_LABEL)
     base['reasons'] = reasons + restart
     base['disruptive'] = bool(base['in_cluster'] and (reasons or base['restart'] or base['resume']))
+    return base
+
+
+def remediate_node(facts, api_node=None, remediation=None):
+    """One host of gpu_health's remediation (playbooks/gpu_health.yml, gpu_health_action=remediate): what the
+    remediation does to it. ``remediation``: gpu_health.remediation_plan()'s answer for the host (step none,
+    reset_gpu or reboot, gpus, reasons). A GPU reset stops what runs on that GPU and a reboot stops the node, so on
+    a node of a cluster either is done out of service (cordon, GPU pods deleted, drain), in a batch; a node the last
+    remediation left out of service (label baremetal.gpu/gpu-remediation=upgrading) goes through its batch again.
+    Same shape as node(), plus step and gpus; reasons are the remediation's."""
+    remediation = remediation or {}
+    step = remediation.get('step') or 'none'
+    reasons = list(remediation.get('reasons') or []) if step != 'none' else []
+    base = node(facts or {}, api_node, reasons if step == 'reboot' else [], [], label=REMEDIATION_LABEL)
+    base['step'] = step
+    base['gpus'] = list(remediation.get('gpus') or []) if step == 'reset_gpu' else []
+    base['reasons'] = reasons
+    base['disruptive'] = bool(base['in_cluster'] and (step != 'none' or base['resume']))
     return base
 
 

@@ -1,10 +1,14 @@
-"""playbooks/gpu_health.yml with gpu_health_action=quarantine, against the API double (k8s_api_double.py).
+"""playbooks/gpu_health.yml with gpu_health_action=quarantine and remediate, against the API double (k8s_api_double.py).
 
 No Kubernetes API and no GPU run here. The GPU nodes are this machine (connection local), each with a stand-in
 nvidia-smi (gpu_health_nvidia_smi_path) that prints the real H100 capture of tests/fixtures/nvidia-smi-xml (taken on
 a real H100 node), unchanged for a healthy node, or with one value changed for an unhealthy one (remapped_row_pending
 Yes: a row remap pending, critical, RESET_GPU). The kernel log is not read (this machine's log is not a GPU node's).
-The Nodes are the real RKE2 Node of tests/fixtures/k8s-nodes under each host's name. The double answers as the API
+For remediate, the stand-in also answers `nvidia-smi -r -i <index>` (a GPU reset: it
+logs the call, and prints the unchanged capture afterwards when the test says the reset helps); a reboot cannot run
+here (the nodes are this machine), so the reboot path is tested as held back (gpu_health_remediate_reboot false)
+and as refused on the machine running Ansible. The Nodes are the real RKE2 Node of tests/fixtures/k8s-nodes under
+each host's name. The double answers as the API
 server does: a write carrying a stale resourceVersion gets 409 Conflict, Leases 201/409. What runs for real: the
 playbook, the role, baremetal.gpu.gpu_health, the maintenance engine's lock (roles/upgrade, maintenance_lock) and
 kubernetes.core's k8s_info and k8s (JSON merge patch).
@@ -27,19 +31,28 @@ LEASE = ('kube-system', 'baremetal-gpu-maintenance')
 SOMEONE_ELSES = {'key': 'dedicated', 'value': 'training', 'effect': 'NoSchedule'}
 
 
-def stand_in(tmp_path, host, healthy):
-    """A stand-in nvidia-smi for ``host`` that prints the real H100 capture, changed to a pending row remap unless
-    ``healthy``. Returns its path; rewrite it with ``healthy`` to let the node recover."""
-    with open(H100, encoding='utf-8') as handle:
-        text = handle.read()
-    assert '<remapped_row_pending>No</remapped_row_pending>' in text
-    if not healthy:
-        text = text.replace('<remapped_row_pending>No</remapped_row_pending>',
-                            '<remapped_row_pending>Yes</remapped_row_pending>')
-    capture = tmp_path / ('%s.xml' % host)
-    capture.write_text(text)
+T4 = os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', 'telegraf__tesla_t4.xml')
+
+
+def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100):
+    """A stand-in nvidia-smi for ``host`` that prints a real capture (the H100's by default), changed to a pending row
+    remap (the T4's: a pending page retirement) unless ``healthy``. ``nvidia-smi -r -i N`` is logged in
+    <host>.resets; afterwards the unchanged capture is printed when ``reset_helps``. Returns its path."""
+    with open(capture, encoding='utf-8') as handle:
+        well = handle.read()
+    if capture == H100:
+        old, new = '<remapped_row_pending>No</remapped_row_pending>', '<remapped_row_pending>Yes</remapped_row_pending>'
+    else:
+        old, new = '<pending_retirement>No</pending_retirement>', '<pending_retirement>Yes</pending_retirement>'
+    assert old in well
+    (tmp_path / ('%s-well.xml' % host)).write_text(well)
+    (tmp_path / ('%s.xml' % host)).write_text(well if healthy else well.replace(old, new))
+    base = tmp_path / host
     path = tmp_path / ('nvidia-smi-%s' % host)
-    path.write_text('#!/bin/sh\n# TEST ONLY: a stand-in nvidia-smi printing a real capture\ncat %s\n' % capture)
+    path.write_text('#!/bin/sh\n# TEST ONLY: a stand-in nvidia-smi printing a real capture\n'
+                    'if [ "$1" = -r ]; then echo "$@" >> %(b)s.resets; echo "GPU reset"; exit 0; fi\n'
+                    'if [ -e %(b)s.resets ] && [ %(helps)s = yes ]; then cat %(b)s-well.xml; else cat %(b)s.xml; fi\n'
+                    % {'b': base, 'helps': 'yes' if reset_helps else 'no'})
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path)
 
@@ -53,15 +66,17 @@ def add_node(cluster, name, taints=None):
     cluster.add_node(node)
 
 
-def run(tmp_path, cluster, health, *args, kubeconfig=None):
+def run(tmp_path, cluster, health, *args, kubeconfig=None, **stand_in_args):
     """gpu_health.yml on the hosts of ``health`` ({host: healthy?}), each the Node n-<host>; returns (rc, output)."""
     hosts = {}
     for host, healthy in health.items():
         hosts[host] = {'ansible_connection': 'local', 'ansible_become': False, 'baremetal_gpu_node_name': 'n-' + host,
-                       'gpu_health_nvidia_smi_path': stand_in(tmp_path, host, healthy)}
+                       'gpu_health_nvidia_smi_path': stand_in(tmp_path, host, healthy, **stand_in_args)}
     inventory = {'all': {
         'vars': {'cluster_kubeconfig': kubeconfig or cluster.kubeconfig, 'gpu_health_kernel_log': False,
-                 'gpu_health_report_dir': str(tmp_path / 'reports'), 'upgrade_lock_timeout': 30},
+                 'gpu_health_report_dir': str(tmp_path / 'reports'), 'upgrade_lock_timeout': 30,
+                 'upgrade_state_dir': str(tmp_path / 'state'), 'upgrade_node_ready_timeout': 10,
+                 'upgrade_capacity_timeout': 10, 'upgrade_gpu_pod_deletion_timeout': 10},
         'children': {'k8s_control': {'hosts': {'localhost': {'ansible_connection': 'local'}}},
                      'gpu_nodes': {'hosts': hosts}}}}
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
@@ -152,3 +167,66 @@ def test_quarantine_without_a_kubeconfig_is_refused_before_any_change(tmp_path, 
     assert 'gpu_health_action=quarantine needs the Kubernetes API' in out, out[-3000:]
     assert 'no-such-kubeconfig' in out
     assert not cluster.requests
+
+
+REMEDIATION = 'baremetal.gpu/gpu-remediation'
+
+
+def unschedulable_writes(cluster, name):
+    """The values of spec.unschedulable the run wrote to Node ``name``, in order (cordon True, uncordon False/None)."""
+    return [((b or {}).get('spec') or {}).get('unschedulable') for m, p, b in node_writes(cluster)
+            if p.split('?')[0] == '/api/v1/nodes/' + name and 'unschedulable' in ((b or {}).get('spec') or {})]
+
+
+def test_remediate_resets_the_gpu_out_of_service_and_puts_the_node_back(tmp_path, cluster):
+    add_node(cluster, 'n-gpu-a')
+    add_node(cluster, 'n-gpu-b')
+    # Check mode: says what it would do; no reset, no Node stored, no lock.
+    rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '--check', '-e', 'gpu_health_action=remediate',
+                  reset_helps=True)
+    assert rc == 0, out[-5000:]
+    assert 'CHECK MODE: gpu-a would get a reset gpu' in out.replace('\n', ' '), out[-3000:]
+    assert not (tmp_path / 'gpu-a.resets').exists() and not node_writes(cluster) and not cluster.leases
+    rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '-e', 'gpu_health_action=remediate',
+                  reset_helps=True)
+    assert rc == 0, out[-5000:]
+    # The GPU no process holds was reset, once, on the unhealthy node only.
+    assert (tmp_path / 'gpu-a.resets').read_text().split() == ['-r', '-i', '0']
+    assert not (tmp_path / 'gpu-b.resets').exists()
+    # Out of service for the reset (cordoned first), back in service after it, labelled done; the lock released.
+    assert unschedulable_writes(cluster, 'n-gpu-a')[:1] == [True], cluster.requests
+    node = cluster.nodes['n-gpu-a']
+    assert not node['spec'].get('unschedulable'), node['spec']
+    assert node['metadata']['labels'][REMEDIATION] == 'done'
+    assert not [p for m, p, _b in node_writes(cluster) if p.split('?')[0] == '/api/v1/nodes/n-gpu-b']
+    assert lease_holder(cluster) in (None, '')
+    assert 'remediated' in out
+
+
+def test_remediate_keeps_a_node_that_is_still_unhealthy_cordoned_and_stops(tmp_path, cluster):
+    add_node(cluster, 'n-gpu-a')
+    rc, out = run(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=remediate', reset_helps=False)
+    assert rc != 0
+    assert (tmp_path / 'gpu-a.resets').exists()
+    node = cluster.nodes['n-gpu-a']
+    assert node['spec'].get('unschedulable') is True
+    assert node['metadata']['labels'][REMEDIATION] == 'failed'
+    reason = node['metadata']['annotations']['baremetal.gpu/driver-upgrade.reason']
+    assert 'still unhealthy after the reset gpu' in reason, reason
+    assert 'so the rollout stops after this batch' in out.replace('\n', ' ')
+    assert lease_holder(cluster) in (None, '')
+
+
+def test_remediate_reboots_only_when_allowed_and_never_the_machine_running_ansible(tmp_path, cluster):
+    add_node(cluster, 'n-gpu-a')
+    # The T4 capture lists 15 processes on its GPU: a pending page retirement needs a reboot instead of a reset.
+    rc, out = run(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=remediate', capture=T4)
+    assert rc == 0, out[-4000:]
+    assert 'REBOOT NEEDED, not done (gpu_health_remediate_reboot is false)' in out.replace('\n', ' ')
+    assert not node_writes(cluster) and not (tmp_path / 'gpu-a.resets').exists()
+    rc, out = run(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=remediate',
+                  '-e', 'gpu_health_remediate_reboot=true', capture=T4)
+    assert rc != 0
+    assert 'is a container or the machine running Ansible: not rebooted' in out.replace('\n', ' '), out[-4000:]
+    node = cluster.nodes['n-gpu-a']
+    assert node['spec'].get('unschedulable') is True and node['metadata']['labels'][REMEDIATION] == 'failed'

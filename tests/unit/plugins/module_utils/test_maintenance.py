@@ -513,6 +513,32 @@ def test_the_uninstall_disrupts_a_node_of_a_cluster_with_something_to_take_off()
     assert got['disruptive'] and got['resume']
 
 
+# ---- gpu_health's remediation ------------------------------------------------------------------------------
+
+RESET = {'step': 'reset_gpu', 'gpus': [0], 'reasons': ['GPU 0: row_remap_pending (RESET_GPU) needs a GPU reset']}
+REBOOT = {'step': 'reboot', 'gpus': [], 'reasons': ['GPU 0: xid (RESTART_BM) needs a reboot']}
+
+
+def test_a_gpu_reset_or_a_reboot_is_disruptive_on_a_node_of_a_cluster():
+    agent = facts(unit='rke2-agent')
+    got = maintenance.remediate_node(agent, api('nori'), RESET)
+    assert (got['disruptive'], got['in_cluster'], got['role'], got['step'], got['gpus']) == (True, True, 'agent', 'reset_gpu', [0])
+    assert got['reboot'] == [] and got['reasons'] == RESET['reasons']
+    got = maintenance.remediate_node(agent, None, REBOOT)
+    assert got['disruptive'] and got['reboot'] == REBOOT['reasons'] and got['gpus'] == []
+    # Nothing to do: not disruptive, no reasons; outside a cluster: never disruptive (nothing to cordon).
+    assert not maintenance.remediate_node(agent, api('nori'), {'step': 'none', 'reasons': ['x']})['disruptive']
+    assert maintenance.remediate_node(agent, api('nori'), {'step': 'none', 'reasons': ['x']})['reasons'] == []
+    outside = maintenance.remediate_node(facts(unit='', present=False), None, RESET)
+    assert not outside['in_cluster'] and not outside['disruptive'] and outside['step'] == 'reset_gpu'
+    # The last remediation left the node cordoned: resumed with nothing left to do.
+    left = api('nori', unschedulable=True, labels={maintenance.REMEDIATION_LABEL: 'upgrading'})
+    got = maintenance.remediate_node(agent, left, {'step': 'none'})
+    assert got['disruptive'] and got['resume']
+    # A node out of service under this label is this engine's own (a crash to resume), as under the others.
+    assert maintenance.ours(left)
+
+
 def test_the_uninstall_plan_takes_servers_one_at_a_time():
     hosts = ['s1', 's2', 'a1', 'a2', 'a3']
     nodes = dict((h, maintenance.uninstall_node(facts(unit='rke2-server' if h[0] == 's' else 'rke2-agent'), None, True, []))
