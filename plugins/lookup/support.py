@@ -82,20 +82,21 @@ def _runtime_class_name(variables, templar):
     return support.runtime_class_name(override)
 
 
-def _node_name(variables, templar):
+def _node_args(variables, templar):
+    """(baremetal_gpu_node_name templated, the machine's node name, the inventory name) of the current host."""
     override = variables.get(support.NODE_NAME_VARIABLE)
     if override is not None:
         override = templar.template(override)
     facts = variables.get('ansible_facts') or {}
-    return support.node_name(override, facts.get('nodename'), variables.get('inventory_hostname'))
+    return override, facts.get('nodename'), variables.get('inventory_hostname')
+
+
+def _node_name(variables, templar):
+    return support.node_name(*_node_args(variables, templar))
 
 
 def _node_names(variables, templar):
-    override = variables.get(support.NODE_NAME_VARIABLE)
-    if override is not None:
-        override = templar.template(override)
-    facts = variables.get('ansible_facts') or {}
-    return support.node_names(override, facts.get('nodename'), variables.get('inventory_hostname'))
+    return support.node_names(*_node_args(variables, templar))
 
 
 DATA = {
