@@ -230,3 +230,13 @@ def test_remediate_reboots_only_when_allowed_and_never_the_machine_running_ansib
     assert 'is a container or the machine running Ansible: not rebooted' in out.replace('\n', ' '), out[-4000:]
     node = cluster.nodes['n-gpu-a']
     assert node['spec'].get('unschedulable') is True and node['metadata']['labels'][REMEDIATION] == 'failed'
+
+
+def test_remediate_without_a_cluster_api_resets_nodes_outside_a_cluster(tmp_path, cluster):
+    # No kubeconfig anywhere and no RKE2 on the node: no node of a cluster, nothing to cordon; the reset still runs.
+    rc, out = run(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=remediate', reset_helps=True,
+                  kubeconfig=str(tmp_path / 'no-such-kubeconfig'))
+    assert rc == 0, out[-4000:]
+    assert (tmp_path / 'gpu-a.resets').read_text().split() == ['-r', '-i', '0']
+    assert 'SKIPPED: no kubeconfig' in out.replace('\n', ' ')
+    assert not cluster.requests

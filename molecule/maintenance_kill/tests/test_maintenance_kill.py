@@ -59,3 +59,13 @@ def test_the_kills_happened_at_the_printed_points(host):
     # Every point of the upgrade must have been reached (the runs get further each time) and killed there.
     missed = [p["what"] for p in log["points"] if not p["killed"]]
     assert not missed, "seed %s: points not reached: %s" % (log["seed"], missed)
+
+
+def test_gpu_health_remediation_reset_the_sick_gpu_only(host):
+    """The side effect's remediate run: GPU 0 of -a reset once (the stand-in logs it), -b left alone."""
+    name = host.backend.get_hostname()
+    log = host.file("/var/tmp/gpu-resets.log")
+    if name.endswith("-noble-a"):
+        assert log.exists and log.content_string.split() == ["-r", "-i", "0"], log.content_string if log.exists else None
+    else:
+        assert not log.exists
