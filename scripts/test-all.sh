@@ -80,9 +80,10 @@ image_status() { cat ".cache/images/$1.status" 2>/dev/null || echo "NOT RUN: ima
 
 
 # Each scenario runs under a time limit (MOLECULE_TIMEOUT, default 3000 s: issue 17 asks for 1200 s,
-# which the DKMS scenarios do not meet: on 2026-11-24 nvidia_driver took 1752 s and
-# nvidia_driver_releases about 1790 s beside each other and the integration tests, all CPU-bound on
-# two cores; docs/benchmarks.md). One that runs out of time FAILS: no retry (a
+# which the DKMS scenarios do not meet everywhere: on 2026-11-25 nvidia_driver took 959 s from a cold
+# cache on an otherwise idle machine, but its converge alone took 21.5 minutes beside stress-ng --cpu 1,
+# and CI's machine has been slower than the ones measured; docs/benchmarks.md). One that runs out of time
+# FAILS: no retry (a
 # retry doubles a slow scenario and turns a red row into a CI time-out); its row names the molecule
 # step and the task it was in, and its nodes are removed as after any other run.
 remove_instances() {
