@@ -214,6 +214,8 @@ def test_remediate_keeps_a_node_that_is_still_unhealthy_cordoned_and_stops(tmp_p
     reason = node['metadata']['annotations']['baremetal.gpu/driver-upgrade.reason']
     assert 'still unhealthy after the reset gpu' in reason, reason
     assert 'so the rollout stops after this batch' in out.replace('\n', ' ')
+    # The stop names the label this remediation gave the node, not the driver upgrade's.
+    assert 'labelled baremetal.gpu/gpu-remediation=failed' in out.replace('\n', ' '), out[-3000:]
     assert lease_holder(cluster) in (None, '')
 
 
