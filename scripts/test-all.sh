@@ -26,6 +26,40 @@ START=$(date +%s)
 BUDGET=3600   # the 60 minutes make test must stay within on the 2-core machine (CI allows 90)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
+# Stopped by TERM, INT or HUP (kill of this script's pid, Ctrl-C, a CI time-out): end every process this run
+# started, the background molecule stage and its scenarios included (they do not have this checkout's path on their
+# command line, so a `pkill -f <checkout>` misses them), and remove the scenarios' test nodes; the EXIT trap then
+# stops the package cache.
+MOLECULE_PID=""
+FOREGROUND_PID=""
+tree_of() {
+  local child
+  echo "$1"
+  for child in $(pgrep -P "$1" 2>/dev/null); do tree_of "$child"; done
+}
+# kill_tree PID: the process and all its descendants, frozen first so that none starts another meanwhile.
+kill_tree() {
+  local pids
+  pids=$(tree_of "$1")
+  # shellcheck disable=SC2086  # a list of pids
+  kill -STOP $pids 2>/dev/null
+  # shellcheck disable=SC2086
+  kill -TERM $pids 2>/dev/null
+  # shellcheck disable=SC2086
+  kill -CONT $pids 2>/dev/null
+}
+on_signal() {
+  trap - TERM INT HUP
+  echo "[test] stopped by a signal: ending the molecule stage and the running check, removing the test nodes"
+  [[ -n $MOLECULE_PID ]] && kill_tree "$MOLECULE_PID"
+  [[ -n $FOREGROUND_PID ]] && kill_tree "$FOREGROUND_PID"
+  local d names=()
+  for d in molecule/*/; do names+=("$(basename "$d")"); done
+  podman ps -a --format '{{.Names}}' | grep -E "^($(IFS='|'; echo "${names[*]}"))-" | xargs -r podman rm -f -t 5 >/dev/null 2>&1
+  exit 143
+}
+trap on_signal TERM INT HUP
+
 # slug NAME: the file name of a check's log (.cache/logs) and result row (.cache/results).
 slug() { echo "$1" | tr '/ ' '__'; }
 
@@ -39,8 +73,13 @@ check() {
   log="$LOGS/$(slug "$name").log"
   t0=$(date +%s)
   printf '[test] %-34s ...\n' "$name"
-  "$@" >"$log" 2>&1
+  # In the background and waited for: bash runs a TERM/INT trap only once its foreground child has ended, but it
+  # interrupts a `wait` (on_signal below).
+  "$@" >"$log" 2>&1 &
+  FOREGROUND_PID=$!
+  wait "$FOREGROUND_PID"
   rc=$?
+  FOREGROUND_PID=""
   detail=$(summary_of "$log")
   if [[ $rc -eq 0 ]]; then
     record "$name" PASS $(( $(date +%s) - t0 )) "$detail"

@@ -511,7 +511,8 @@ def quarantine_plan(nodes, max_quarantined):
 
     ``nodes``: {name: {'verdict': healthy|degraded|unhealthy|None (not checked), 'reason': check,
     'taints': the node's spec.taints}}. Returns {'quarantine': [(name, taint)], 'release': [name],
-    'keep': [name], 'stop': bool, 'message': str, 'quarantined_after': int}:
+    'keep': [name], 'stop': bool, 'message': str, 'quarantined_after': int, 'quarantined': [name]}
+    ('quarantined': the nodes under our taint after the run, the ones gpu_health_drain empties of GPU pods):
       - an unhealthy node without our taint is to be quarantined with taint_for(its reason);
       - a node with our taint that is healthy now is released (only our taint is removed); degraded, unhealthy
         or not checked, it stays quarantined;
@@ -541,7 +542,8 @@ def quarantine_plan(nodes, max_quarantined):
                                max_quarantined))
         quarantine = []
     return {'quarantine': quarantine, 'release': release, 'keep': keep, 'stop': stop, 'message': message,
-            'quarantined_after': len(keep) + len(quarantine)}
+            'quarantined_after': len(keep) + len(quarantine),
+            'quarantined': sorted(keep + [name for name, _taint in quarantine])}
 
 
 def quarantine_patches(cluster_nodes, results, max_quarantined, run_id='', now=''):

@@ -50,6 +50,22 @@ def real_node():
         return json.load(handle)['items'][0]
 
 
+def pod(name, namespace, resources=None, owner=None, empty_dir=False, phase='Running', node='nori'):
+    """A Pod on Node ``node`` (a valid core/v1 Pod: test_upgrade_cluster_steps validates them), one container with
+    ``resources`` as its limits, ``owner`` (kind, name) as its controller, and an emptyDir volume if ``empty_dir``."""
+    container = {'name': 'main', 'image': 'registry.example/app:1'}
+    if resources:
+        container['resources'] = {'limits': resources}
+    spec = {'nodeName': node, 'containers': [container]}
+    if empty_dir:
+        spec['volumes'] = [{'name': 'scratch', 'emptyDir': {}}]
+    meta = {'name': name, 'namespace': namespace, 'labels': {'app': name}}
+    if owner:
+        meta['ownerReferences'] = [{'apiVersion': 'apps/v1', 'kind': owner[0], 'name': owner[1], 'uid': '1',
+                                    'controller': True}]
+    return {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': meta, 'spec': spec, 'status': {'phase': phase}}
+
+
 @pytest.fixture
 def cluster(tmp_path):
     """The Kubernetes API stand-in, started, with a kubeconfig for it (``.kubeconfig``); stopped after the test."""

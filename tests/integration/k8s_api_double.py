@@ -143,7 +143,7 @@ class ApiDouble(LocalServer):
                 if parts == ['api', 'v1', 'pods'] and method == 'GET':
                     return self._list_pods(query)
                 if parts[:3] == ['api', 'v1', 'namespaces'] and len(parts) >= 6 and parts[4] == 'pods':
-                    return self._pod(method, parts[3], parts[5], parts[6] if len(parts) > 6 else None)
+                    return self._pod(method, parts[3], parts[5], parts[6] if len(parts) > 6 else None, query)
                 return self._send(404, status(404, 'NotFound', 'the server could not find the requested resource'))
 
             def _nodes(self, method, name, query, body):
@@ -214,17 +214,21 @@ class ApiDouble(LocalServer):
                 return self._send(200, {'kind': 'PodList', 'apiVersion': 'v1', 'metadata': {'resourceVersion': '1'},
                                         'items': items})
 
-            def _pod(self, method, namespace, name, sub):
+            def _pod(self, method, namespace, name, sub, query):
                 key = (namespace, name)
                 pod = double.pods.get(key)
                 if pod is None:
                     return self._send(404, status(404, 'NotFound', 'pods "%s" not found' % name,
                                                   {'name': name, 'kind': 'pods'}))
+                # Server-side dry run (kubernetes.core in check mode): answered as done, nothing removed.
+                dry_run = query.get('dryRun') == ['All']
                 if sub == 'eviction' and method == 'POST':
-                    del double.pods[key]
+                    if not dry_run:
+                        del double.pods[key]
                     return self._send(201, status(201, '', ''))
                 if method == 'DELETE':
-                    del double.pods[key]
+                    if not dry_run:
+                        del double.pods[key]
                     return self._send(200, pod)
                 return self._send(200, pod)
 

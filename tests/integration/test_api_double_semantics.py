@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, pod
 from k8s_api_double import ApiDouble
 
 sys.path.insert(0, os.path.join(ROOT, '.ansible', 'collections'))
@@ -71,3 +71,18 @@ def test_node_patch_with_a_stale_resource_version_is_a_conflict(api):
     assert api.nodes['n1']['spec']['unschedulable'] is True
     # The budget counts the cordoned Node from the Node objects.
     assert maintenance.unavailable(list(api.nodes.values())) == [{'name': 'n1', 'why': 'unschedulable'}]
+
+
+def test_a_server_side_dry_run_changes_nothing(api):
+    """?dryRun=All (kubernetes.core's check mode) is answered as the write would be, and nothing is stored or removed,
+    as the API server does: a Node patch, a Pod deletion, a Pod eviction."""
+    api.add_node({'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': 'n1', 'labels': {}}, 'spec': {}, 'status': {}})
+    api.add_pod(pod('train-0', 'ml', {'nvidia.com/gpu': '1'}, node='n1'))
+    code, patched = call(api, 'PATCH', '/api/v1/nodes/n1?dryRun=All', {'spec': {'unschedulable': True}})
+    assert code == 200 and patched['spec']['unschedulable'] is True
+    assert 'unschedulable' not in api.nodes['n1']['spec']
+    assert call(api, 'DELETE', '/api/v1/namespaces/ml/pods/train-0?dryRun=All')[0] == 200
+    assert call(api, 'POST', '/api/v1/namespaces/ml/pods/train-0/eviction?dryRun=All', {})[0] == 201
+    assert ('ml', 'train-0') in api.pods
+    assert call(api, 'DELETE', '/api/v1/namespaces/ml/pods/train-0')[0] == 200
+    assert ('ml', 'train-0') not in api.pods

@@ -21,7 +21,7 @@ import subprocess
 
 import yaml
 
-from conftest import ROOT, ansible_env, real_node
+from conftest import ROOT, ansible_env, pod, real_node
 
 H100 = os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', 'device__h100-80gb-hbm3__580.159.04.xml')
 TAINT = 'baremetal.gpu/gpu-unhealthy'
@@ -157,6 +157,56 @@ def test_quarantine_stops_above_max_quarantined_and_check_mode_writes_nothing(tm
                   '-e', 'gpu_health_max_quarantined=2')
     assert rc == 0, out[-4000:]
     assert all(n['spec']['taints'][-1]['key'] == TAINT for n in cluster.nodes.values())
+
+
+def test_gpu_health_drain_deletes_the_gpu_pods_of_quarantined_nodes_only_and_converges_on_a_rerun(tmp_path, cluster):
+    add_node(cluster, 'n-gpu-a')
+    add_node(cluster, 'n-gpu-b')
+    train = pod('train-0', 'ml', {'nvidia.com/gpu': '1'}, owner=('StatefulSet', 'train'), node='n-gpu-a')
+    web = pod('web-0', 'default', {'cpu': '1'}, owner=('ReplicaSet', 'web'), node='n-gpu-a')
+    infer = pod('infer-0', 'ml', {'nvidia.com/gpu': '1'}, owner=('StatefulSet', 'infer'), node='n-gpu-b')
+    for item in (train, web, infer):
+        cluster.add_pod(item)
+    health = {'gpu-a': False, 'gpu-b': True}
+    # Without gpu_health_drain (the default) the taint only keeps new pods off: every pod keeps running.
+    rc, out = run(tmp_path, cluster, health, '-e', 'gpu_health_action=quarantine')
+    assert rc == 0, out[-4000:]
+    assert 'GPU pods left running (gpu_health_drain false)' in out.replace('\n', ' '), out[-3000:]
+    assert len(cluster.pods) == 3 and not cluster.calls('DELETE')
+    # The same as a run killed after its taint and before its drain: the Node is ours already, its GPU pod still
+    # runs. The rerun with gpu_health_drain (as in the inventory) finds nothing to taint, but a GPU pod to delete:
+    # it takes the lock and deletes that pod only; the CPU pod and the healthy Node's GPU pod stay.
+    writes = len(node_writes(cluster))
+    rc, out = run(tmp_path, cluster, health, '-e', 'gpu_health_action=quarantine', '-e', 'gpu_health_drain=true')
+    assert rc == 0, out[-4000:]
+    assert 'GPU pods deleted on n-gpu-a' in out.replace('\n', ' '), out[-3000:]
+    assert cluster.calls('DELETE') == ['DELETE /api/v1/namespaces/ml/pods/train-0']
+    assert sorted(cluster.pods) == [('default', 'web-0'), ('ml', 'infer-0')]
+    assert 'MAINTENANCE LOCK Lease kube-system/baremetal-gpu-maintenance held by' in out
+    assert lease_holder(cluster) in (None, '')
+    assert len(node_writes(cluster)) == writes       # the taint was there already: no Node written again
+    # Nothing left to do: no write, no lock.
+    before = len(cluster.requests)
+    rc, out = run(tmp_path, cluster, health, '-e', 'gpu_health_action=quarantine', '-e', 'gpu_health_drain=true')
+    assert rc == 0, out[-4000:]
+    assert not [r for r in cluster.requests[before:] if r[0] in ('PATCH', 'PUT', 'POST', 'DELETE')]
+    # A GPU pod whose emptyDir data would be lost is refused by the engine's rule, the lock released; check mode
+    # deletes nothing either.
+    cluster.add_pod(pod('scratch-job', 'ml', {'nvidia.com/gpu': '1'}, owner=('Job', 'scratch'), empty_dir=True,
+                        node='n-gpu-a'))
+    before = len(cluster.requests)
+    rc, out = run(tmp_path, cluster, health, '--check', '-e', 'gpu_health_action=quarantine', '-e',
+                  'gpu_health_drain=true', '-e', 'upgrade_gpu_pod_deletion_delete_emptydir=true')
+    assert rc == 0, out[-4000:]
+    assert ('ml', 'scratch-job') in cluster.pods
+    # Only the server-side dry run of the deletion; no lock taken.
+    assert [(m, p) for m, p, _b in cluster.requests[before:] if m in ('PATCH', 'PUT', 'POST', 'DELETE')] == [
+        ('DELETE', '/api/v1/namespaces/ml/pods/scratch-job?dryRun=All')]
+    rc, out = run(tmp_path, cluster, health, '-e', 'gpu_health_action=quarantine', '-e', 'gpu_health_drain=true')
+    assert rc != 0
+    assert 'upgrade_gpu_pod_deletion_delete_emptydir' in out and 'ml/scratch-job' in out, out[-3000:]
+    assert ('ml', 'scratch-job') in cluster.pods
+    assert lease_holder(cluster) in (None, '')
 
 
 def test_quarantine_without_a_kubeconfig_is_refused_before_any_change(tmp_path, cluster):

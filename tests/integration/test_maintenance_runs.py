@@ -19,7 +19,7 @@ import time
 
 import yaml
 
-from conftest import ansible_env, real_node
+from conftest import ansible_env, pod, real_node
 
 NORI = real_node()
 STATE = 'baremetal.gpu/driver-upgrade'
@@ -340,12 +340,7 @@ def test_the_uninstall_takes_a_node_of_a_cluster_out_of_service_and_back(tmp_pat
                   'restart': [], 'resume': [], 'disruptive': True,
                   'reasons': ['driver 580.105.08 to purge', 'the NVIDIA container runtime to remove']}
     cluster.add_node(node_named('n-gpu-a'))
-    train = {'apiVersion': 'v1', 'kind': 'Pod',
-             'metadata': {'name': 'train-0', 'namespace': 'ml', 'labels': {'app': 'train'}},
-             'spec': {'nodeName': 'n-gpu-a', 'containers': [{'name': 'main', 'image': 'registry.example/train:1',
-                                                             'resources': {'limits': {'nvidia.com/gpu': '1'}}}]},
-             'status': {'phase': 'Running'}}
-    cluster.add_pod(train)
+    cluster.add_pod(pod('train-0', 'ml', {'nvidia.com/gpu': '1'}, node='n-gpu-a'))
     extra = {'upgrade_uninstall_plan': {'nodes': {'gpu-a': disruptive}, 'noop': False, 'order': ['gpu-a']},
              'steps': ['host_rollout_enter']}
     rc, out = finish(start(tmp_path, 'enter', cluster, ['gpu-a'], UNINSTALL_PLAY, extra))

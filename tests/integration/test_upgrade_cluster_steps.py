@@ -14,7 +14,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import ansible_env, real_node
+from conftest import ansible_env, pod, real_node
 
 NORI = real_node()
 STATE = 'baremetal.gpu/driver-upgrade'
@@ -45,20 +45,6 @@ RESCUE = """    - name: A failing upgrade, rescued as main.yml does
             name: baremetal.gpu.upgrade
             tasks_from: failed
 """
-
-
-def pod(name, namespace, resources=None, owner=None, empty_dir=False, phase='Running'):
-    container = {'name': 'main', 'image': 'registry.example/app:1'}
-    if resources:
-        container['resources'] = {'limits': resources}
-    spec = {'nodeName': 'nori', 'containers': [container]}
-    if empty_dir:
-        spec['volumes'] = [{'name': 'scratch', 'emptyDir': {}}]
-    meta = {'name': name, 'namespace': namespace, 'labels': {'app': name}}
-    if owner:
-        meta['ownerReferences'] = [{'apiVersion': 'apps/v1', 'kind': owner[0], 'name': owner[1], 'uid': '1',
-                                    'controller': True}]
-    return {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': meta, 'spec': spec, 'status': {'phase': phase}}
 
 
 TRAIN = pod('train-0', 'ml', {'nvidia.com/gpu': '1'}, owner=('StatefulSet', 'train'))

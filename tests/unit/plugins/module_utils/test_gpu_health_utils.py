@@ -411,6 +411,7 @@ def test_unhealthy_node_is_tainted_with_its_reason():
     assert plan['quarantine'] == [('gpu-1', {'key': 'baremetal.gpu/gpu-unhealthy', 'value': 'row_remap_pending',
                                              'effect': 'NoSchedule'})]
     assert (plan['release'], plan['keep'], plan['stop'], plan['quarantined_after']) == ([], [], False, 1)
+    assert plan['quarantined'] == ['gpu-1']
 
 
 def test_release_only_our_own_quarantine_when_healthy():
@@ -421,6 +422,8 @@ def test_release_only_our_own_quarantine_when_healthy():
         'gpu-4': {'verdict': None, 'taints': [ours()]},                       # not checked this run: kept
     }, 2)
     assert (plan['release'], plan['keep'], plan['quarantine']) == (['gpu-1'], ['gpu-3', 'gpu-4'], [])
+    # Under our taint after the run (what gpu_health_drain empties of GPU pods): the kept ones, not the released one.
+    assert plan['quarantined'] == ['gpu-3', 'gpu-4']
 
 
 def test_never_more_than_the_budget_report_and_stop():
@@ -438,6 +441,8 @@ def test_budget_counts_the_nodes_already_quarantined():
     plan = gh.quarantine_plan({'gpu-1': {'verdict': 'unhealthy', 'taints': [ours()]},
                                'gpu-2': {'verdict': 'unhealthy', 'reason': 'xid', 'taints': []}}, 1)
     assert (plan['stop'], plan['keep'], plan['quarantine']) == (True, ['gpu-1'], [])
+    # Over the limit nothing new is quarantined, so nothing new is drained: only the node already under our taint.
+    assert plan['quarantined'] == ['gpu-1']
     with pytest.raises(ValueError):
         gh.quarantine_plan({}, 0)
 
