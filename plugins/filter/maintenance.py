@@ -14,14 +14,14 @@ from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance
 
 def maintenance_node(facts, api_node=None, generated_config='', runtime_binary_present=True,
                      driver_plan=None, apt=None, generated_path='config.toml', run_tags=None, skip_tags=None,
-                     label=maintenance.HOST_ROLLOUT_LABEL, pending_restart=None):
+                     label=maintenance.HOST_ROLLOUT_LABEL, pending_restart=None, accept_new=False):
     facts = dict(facts or {})
     reboot = (maintenance.reboot_reasons(facts, driver_plan or None, apt or None)
               if maintenance.role_runs('nvidia_driver', run_tags, skip_tags) else [])
     restart = (maintenance.restart_reasons(generated_config, bool(runtime_binary_present), generated_path,
                                            pending_restart or None)
                if maintenance.role_runs('rke2_nvidia_runtime', run_tags, skip_tags) else [])
-    return maintenance.node(facts, api_node or None, reboot, restart, label)
+    return maintenance.node(facts, api_node or None, reboot, restart, label, bool(accept_new))
 
 
 def maintenance_upgrade_node(facts, api_node=None, status=None):

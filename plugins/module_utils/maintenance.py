@@ -37,6 +37,10 @@ HOST_ROLLOUT_LABEL = 'baremetal.gpu/host-rollout'
 UNINSTALL_LABEL = 'baremetal.gpu/uninstall'
 REMEDIATION_LABEL = 'baremetal.gpu/gpu-remediation'
 STATE_LABELS = (STATE_LABEL, HOST_ROLLOUT_LABEL, UNINSTALL_LABEL, REMEDIATION_LABEL)
+# gpu_health_accept_new_nodes: pending from the batch that takes a new Node out of service until its GPUs passed
+# gpu_health's check (then passed, written with the batch's "done"); a Node without it never served GPUs or was
+# there before the acceptance was asked for.
+ACCEPTANCE_LABEL = 'baremetal.gpu/gpu-acceptance'
 SKIP_LABEL = 'baremetal.gpu/driver-upgrade.skip'
 INITIAL_STATE_ANNOTATION = 'baremetal.gpu/driver-upgrade.initially-unschedulable'
 REASON_ANNOTATION = 'baremetal.gpu/driver-upgrade.reason'
@@ -340,9 +344,28 @@ def role_runs(role, run_tags=None, skip_tags=None):
     return 'all' in run_tags or any(t == role or t.startswith(role + '_') for t in run_tags)
 
 
-def node(facts, api_node=None, reboot=None, restart=None, label=HOST_ROLLOUT_LABEL):
+def acceptance_pending(api_node):
+    """Whether Node ``api_node`` still has to pass its GPU acceptance before it serves (gpu_health_accept_new_nodes):
+    labelled ACCEPTANCE_LABEL=pending (a batch took it out of service for it, and it has not passed), or not
+    labelled and advertising no GPU (a new node: it never served GPUs). A Node labelled passed, or one that already
+    advertises GPUs without the label (it served before the acceptance was asked for), is not checked again: turning
+    the acceptance on never takes a serving fleet out of service. No Node (no cluster API, or not a node of the
+    cluster): nothing to hold out of service, so no acceptance."""
+    if not api_node:
+        return False
+    value = _labels(api_node).get(ACCEPTANCE_LABEL)
+    if value is not None:
+        return value != 'passed'
+    capacity = (api_node.get('status') or {}).get('capacity') or {}
+    return not any(GPU_RESOURCE.match(key) and str(count).strip() not in ('', '0') for key, count in capacity.items())
+
+
+def node(facts, api_node=None, reboot=None, restart=None, label=HOST_ROLLOUT_LABEL, accept_new=False):
     """One host of day 1 (or of the uninstall, ``label``): in_cluster, why, role (server, agent or ''), unit,
-    reboot and restart reasons, resume (the last run left the node cordoned, ``label``=upgrading), disruptive."""
+    reboot and restart reasons, resume (the last run left the node cordoned, ``label``=upgrading), accept (with
+    ``accept_new``, gpu_health_accept_new_nodes: the reason its GPUs are checked before its first uncordon, when
+    acceptance_pending()), accept_label, disruptive (a node to accept leaves service too: it is uncordoned only
+    after its GPUs passed)."""
     rke2 = facts.get('rke2') or {}
     unit = rke2.get('unit') or ''
     enabled = unit and unit in (rke2.get('units_enabled') or [])
@@ -365,9 +388,12 @@ def node(facts, api_node=None, reboot=None, restart=None, label=HOST_ROLLOUT_LAB
     labels = ((api_node or {}).get('metadata') or {}).get('labels') or {}
     resume = (['the last rollout left it out of service (label %s=upgrading)' % label]
               if labels.get(label) == 'upgrading' else [])
+    accept = (['a new node: its GPUs are checked before its first uncordon (gpu_health_accept_new_nodes)']
+              if accept_new and in_cluster and acceptance_pending(api_node) else [])
     return {'in_cluster': in_cluster, 'why': why, 'role': role if in_cluster else '', 'unit': unit,
-            'reboot': reboot, 'restart': restart, 'resume': resume,
-            'disruptive': in_cluster and bool(reboot or restart or resume)}
+            'reboot': reboot, 'restart': restart, 'resume': resume, 'accept': accept, 'accept_label': ACCEPTANCE_LABEL,
+            'node_name': ((api_node or {}).get('metadata') or {}).get('name') or '',
+            'disruptive': in_cluster and bool(reboot or restart or resume or accept)}
 
 
 def uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None):
@@ -423,6 +449,7 @@ def upgrade_node(facts, api_node, status):
     skip = str(labels.get(SKIP_LABEL, '')).lower() in ('true', '1', 'yes')
     done = bool((status or {}).get('done'))
     return {'in_cluster': in_cluster, 'role': (rke2.get('role') or '') if in_cluster else '', 'unit': unit,
+            'node_name': ((api_node or {}).get('metadata') or {}).get('name') or '',
             'why': ('the cluster API lists Node %s' % api_node['metadata']['name']) if api_node else
                    ('%s is enabled' % unit if enabled else 'no Node of the cluster'),
             'skip': skip, 'done': done, 'reasons': list((status or {}).get('reasons') or []),
@@ -433,7 +460,7 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
     """THE batch plan of every playbook that can disrupt a GPU node (day 1, a driver change, the uninstall).
 
     ``hosts``: the GPU nodes in inventory order. ``nodes``: host -> node() or upgrade_node() (in_cluster, role,
-    disruptive, skip). ``cluster_nodes``: every Node object of the cluster (the budget counts them all), or None
+    disruptive, skip, node_name). ``cluster_nodes``: every Node object of the cluster (the budget counts them all), or None
     without a cluster. ``host_nodes``: host -> its Node name (map_node), to tell the inventory's own nodes.
     Batches, in order: the nodes outside a cluster (those to change in batches of upgrade_batch_size, the quiet ones
     with the first of them; never with a node of a cluster); the quiet nodes of the cluster, all at once (their
@@ -462,7 +489,11 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
     # The nodes a stopped run left out of service come back first (stable: inventory order otherwise).
     servers.sort(key=lambda h: not (nodes.get(h) or {}).get('resume'))
     agents.sort(key=lambda h: not (nodes.get(h) or {}).get('resume'))
-    already = [n['name'] for n in unavailable(cluster_nodes)]
+    # The Nodes this plan puts in a batch of their own do not count against the room for themselves (as in
+    # batch_gate): a node the last run left cordoned and labelled failed, taken through its batch again, would
+    # otherwise block its own retry whenever upgrade_max_unavailable is 1.
+    own = set((nodes.get(h) or {}).get('node_name') for h in servers + agents) - set([None, ''])
+    already = [n['name'] for n in unavailable(cluster_nodes, exclude=own)]
     batches = []
     if outside_busy:
         batches.extend(outside_busy[i:i + batch] for i in range(0, len(outside_busy), batch))

@@ -1,6 +1,7 @@
 """Shared helpers for the integration tests (run with the project venv, see scripts/env.sh)."""
 import json
 import os
+import stat
 import subprocess
 
 import pytest
@@ -64,6 +65,34 @@ def pod(name, namespace, resources=None, owner=None, empty_dir=False, phase='Run
         meta['ownerReferences'] = [{'apiVersion': 'apps/v1', 'kind': owner[0], 'name': owner[1], 'uid': '1',
                                     'controller': True}]
     return {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': meta, 'spec': spec, 'status': {'phase': phase}}
+
+
+# Real nvidia-smi -q -x captures (tests/fixtures/nvidia-smi-xml, sources in its SOURCE.md).
+H100 = os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', 'device__h100-80gb-hbm3__580.159.04.xml')
+T4 = os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', 'telegraf__tesla_t4.xml')
+
+
+def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100):
+    """TEST ONLY. A stand-in nvidia-smi for ``host`` (written into ``tmp_path``) that prints a real capture (the
+    H100's by default), changed to a pending row remap (the T4's: a pending page retirement) unless ``healthy``. ``nvidia-smi -r -i N`` is logged in
+    <host>.resets; afterwards the unchanged capture is printed when ``reset_helps``. Returns its path."""
+    with open(capture, encoding='utf-8') as handle:
+        well = handle.read()
+    if capture == H100:
+        old, new = '<remapped_row_pending>No</remapped_row_pending>', '<remapped_row_pending>Yes</remapped_row_pending>'
+    else:
+        old, new = '<pending_retirement>No</pending_retirement>', '<pending_retirement>Yes</pending_retirement>'
+    assert old in well
+    (tmp_path / ('%s-well.xml' % host)).write_text(well)
+    (tmp_path / ('%s.xml' % host)).write_text(well if healthy else well.replace(old, new))
+    base = tmp_path / host
+    path = tmp_path / ('nvidia-smi-%s' % host)
+    path.write_text('#!/bin/sh\n# TEST ONLY: a stand-in nvidia-smi printing a real capture\n'
+                    'if [ "$1" = -r ]; then echo "$@" >> %(b)s.resets; echo "GPU reset"; exit 0; fi\n'
+                    'if [ -e %(b)s.resets ] && [ %(helps)s = yes ]; then cat %(b)s-well.xml; else cat %(b)s.xml; fi\n'
+                    % {'b': base, 'helps': 'yes' if reset_helps else 'no'})
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
 
 
 @pytest.fixture

@@ -16,45 +16,17 @@ kubernetes.core's k8s_info and k8s (JSON merge patch).
 import json
 import os
 import re
-import stat
 import subprocess
 
 import yaml
 
-from conftest import ROOT, ansible_env, pod, real_node
+from conftest import ROOT, T4, ansible_env, pod, real_node, stand_in
 
-H100 = os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', 'device__h100-80gb-hbm3__580.159.04.xml')
 TAINT = 'baremetal.gpu/gpu-unhealthy'
 LABEL = 'baremetal.gpu/gpu-health'
 FINDINGS = 'baremetal.gpu/gpu-health-findings'
 LEASE = ('kube-system', 'baremetal-gpu-maintenance')
 SOMEONE_ELSES = {'key': 'dedicated', 'value': 'training', 'effect': 'NoSchedule'}
-
-
-T4 = os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', 'telegraf__tesla_t4.xml')
-
-
-def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100):
-    """A stand-in nvidia-smi for ``host`` that prints a real capture (the H100's by default), changed to a pending row
-    remap (the T4's: a pending page retirement) unless ``healthy``. ``nvidia-smi -r -i N`` is logged in
-    <host>.resets; afterwards the unchanged capture is printed when ``reset_helps``. Returns its path."""
-    with open(capture, encoding='utf-8') as handle:
-        well = handle.read()
-    if capture == H100:
-        old, new = '<remapped_row_pending>No</remapped_row_pending>', '<remapped_row_pending>Yes</remapped_row_pending>'
-    else:
-        old, new = '<pending_retirement>No</pending_retirement>', '<pending_retirement>Yes</pending_retirement>'
-    assert old in well
-    (tmp_path / ('%s-well.xml' % host)).write_text(well)
-    (tmp_path / ('%s.xml' % host)).write_text(well if healthy else well.replace(old, new))
-    base = tmp_path / host
-    path = tmp_path / ('nvidia-smi-%s' % host)
-    path.write_text('#!/bin/sh\n# TEST ONLY: a stand-in nvidia-smi printing a real capture\n'
-                    'if [ "$1" = -r ]; then echo "$@" >> %(b)s.resets; echo "GPU reset"; exit 0; fi\n'
-                    'if [ -e %(b)s.resets ] && [ %(helps)s = yes ]; then cat %(b)s-well.xml; else cat %(b)s.xml; fi\n'
-                    % {'b': base, 'helps': 'yes' if reset_helps else 'no'})
-    path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    return str(path)
 
 
 def add_node(cluster, name, taints=None):

@@ -13,7 +13,7 @@ import subprocess
 
 import yaml
 
-from conftest import ansible_env, real_node
+from conftest import ansible_env, real_node, stand_in
 
 NORI = real_node()
 LABEL = 'baremetal.gpu/host-rollout'
@@ -37,6 +37,46 @@ DISRUPTIVE = {'in_cluster': True, 'why': 'rke2-agent is enabled', 'role': 'agent
               'resume': [], 'disruptive': True}
 
 
+ACCEPT = 'baremetal.gpu/gpu-acceptance'
+ACCEPT_REASON = 'a new node: its GPUs are checked before its first uncordon (gpu_health_accept_new_nodes)'
+# gpu_nodes.yml's batched block, cut to the steps around the host layer: enter, gpu_health's acceptance, leave, and
+# the rescue.
+ACCEPT_PLAY = """---
+- name: Day-1 host rollout of a new node, with its GPU acceptance
+  hosts: gpu-a
+  gather_facts: false
+  tasks:
+    - name: Enter, accept, leave
+      block:
+        - name: Enter
+          ansible.builtin.include_role:
+            name: baremetal.gpu.upgrade
+            tasks_from: host_rollout_enter
+        - name: Accept
+          ansible.builtin.include_role:
+            name: baremetal.gpu.gpu_health
+            tasks_from: accept
+          when: __upgrade_host_rollout['accept'] | default([]) | length > 0
+        - name: Leave
+          ansible.builtin.include_role:
+            name: baremetal.gpu.upgrade
+            tasks_from: host_rollout_leave
+      rescue:
+        - name: Failed
+          ansible.builtin.include_role:
+            name: baremetal.gpu.upgrade
+            tasks_from: host_rollout_failed
+"""
+
+
+def new_node():
+    """The real Node before its device plugin ran: no GPU in its capacity (a new node)."""
+    fresh = copy.deepcopy(NORI)
+    for part in ('capacity', 'allocatable'):
+        fresh['status'][part].pop('nvidia.com/gpu')
+    return fresh
+
+
 def run(tmp_path, cluster, steps, extra=None, args=()):
     inventory = {'all': {
         'hosts': {'gpu-a': {'ansible_connection': 'local', 'baremetal_gpu_node_name': 'nori'}},
@@ -48,7 +88,7 @@ def run(tmp_path, cluster, steps, extra=None, args=()):
     variables = dict((k, v) for k, v in variables.items() if v is not None)   # None: leave it to the play
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
     (tmp_path / 'vars.yml').write_text(yaml.safe_dump(variables))
-    (tmp_path / 'play.yml').write_text(PLAY % ''.join(STEP.format(step=s) for s in steps))
+    (tmp_path / 'play.yml').write_text(ACCEPT_PLAY if steps == 'accept' else PLAY % ''.join(STEP.format(step=s) for s in steps))
     cmd = ['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'), str(tmp_path / 'play.yml'),
            '-e', '@' + str(tmp_path / 'vars.yml')] + list(args)
     return subprocess.run(cmd, capture_output=True, text=True, env=ansible_env(), timeout=300, check=False)
@@ -137,3 +177,75 @@ def test_plan_maps_the_node_by_its_hostname_label(tmp_path, cluster):
               args=['--skip-tags', 'nvidia_driver', '-v'])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert 'gpu-a: in a cluster (the cluster API lists Node nori.k8s.example)' in res.stdout
+
+
+def test_plan_holds_a_new_node_for_its_gpu_acceptance_only_when_asked(tmp_path, cluster):
+    cluster.add_node(new_node())
+    args = ['--skip-tags', 'nvidia_driver', '-v']
+    res = run(tmp_path, cluster, ['host_rollout_plan'], {'upgrade_host_rollout_plan': None}, args=args)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert 'nothing disruptive to do' in res.stdout and 'acceptance:' not in res.stdout
+    res = run(tmp_path, cluster, ['host_rollout_plan'],
+              {'upgrade_host_rollout_plan': None, 'gpu_health_accept_new_nodes': 'true'}, args=args)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert 'acceptance: ' + ACCEPT_REASON in res.stdout
+    assert 'Batches: gpu-a' in res.stdout
+    # A Node that already advertises GPUs served before: turning the acceptance on does not take it out of service.
+    cluster.nodes['nori'] = copy.deepcopy(NORI)
+    res = run(tmp_path, cluster, ['host_rollout_plan'],
+              {'upgrade_host_rollout_plan': None, 'gpu_health_accept_new_nodes': True}, args=args)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert 'nothing disruptive to do' in res.stdout and 'acceptance:' not in res.stdout
+    res = run(tmp_path, cluster, ['host_rollout_plan'],
+              {'upgrade_host_rollout_plan': None, 'gpu_health_accept_new_nodes': 'maybe'}, args=args)
+    assert res.returncode != 0
+    assert 'gpu_health_accept_new_nodes must be true or false (got maybe)' in res.stdout
+    assert [m for m, _p, _b in cluster.requests if m != 'GET'] == []
+
+
+def accept_vars(tmp_path, healthy):
+    return {'upgrade_host_rollout_plan': {'nodes': {'gpu-a': dict(DISRUPTIVE, restart=[], accept=[ACCEPT_REASON],
+                                                                  accept_label=ACCEPT)}},
+            'gpu_health_nvidia_smi_path': stand_in(tmp_path, 'gpu-a', healthy), 'gpu_health_kernel_log': False}
+
+
+def test_a_new_node_with_healthy_gpus_is_labelled_passed_and_uncordoned(tmp_path, cluster):
+    cluster.add_node(new_node())
+    res = run(tmp_path, cluster, 'accept', accept_vars(tmp_path, True))
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert 'gpu-a: HEALTHY - 1 GPU(s) listed' in res.stdout
+    meta = node(cluster)['metadata']
+    assert meta['labels'][ACCEPT] == 'passed' and meta['labels'][LABEL] == 'done'
+    assert node(cluster)['spec'].get('unschedulable') in (None, False)
+    # Cordoned and labelled pending first, then passed together with "done", then uncordoned.
+    writes = [b for m, p, b in cluster.requests if m == 'PATCH' and p.split('?')[0] == '/api/v1/nodes/nori']
+    labels = [((b.get('metadata') or {}).get('labels') or {}).get(ACCEPT) for b in writes]
+    assert [v for v in labels if v] == ['pending', 'passed'], writes
+    cordon = writes.index({'spec': {'unschedulable': True}})
+    assert labels.index('pending') < cordon < labels.index('passed')
+    assert writes[-1] == {'spec': {'unschedulable': False}} or writes[-1] == {'spec': {'unschedulable': None}}
+
+
+def test_a_new_node_with_an_unhealthy_gpu_stays_cordoned_with_the_reason_and_is_checked_again(tmp_path, cluster):
+    cluster.add_node(new_node())
+    res = run(tmp_path, cluster, 'accept', accept_vars(tmp_path, False))
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]   # the rescue ran; the stop step would fail it
+    meta = node(cluster)['metadata']
+    assert meta['labels'][ACCEPT] == 'pending' and meta['labels'][LABEL] == 'failed'
+    assert node(cluster)['spec']['unschedulable'] is True
+    reason = meta['annotations']['baremetal.gpu/driver-upgrade.reason']
+    assert 'GPU ACCEPTANCE FAILED: gpu-a is unhealthy' in reason, reason
+    # Still pending: the next plan holds it again, whatever its capacity says by then.
+    after = copy.deepcopy(node(cluster))
+    after['status']['capacity']['nvidia.com/gpu'] = '1'
+    cluster.nodes['nori'] = after
+    res = run(tmp_path, cluster, ['host_rollout_plan'],
+              {'upgrade_host_rollout_plan': None, 'gpu_health_accept_new_nodes': True}, args=['--skip-tags', 'nvidia_driver'])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert 'acceptance: ' + ACCEPT_REASON in res.stdout
+    # Fixed: the rerun's batch checks it, labels it passed, uncordons it (it was schedulable before the first batch).
+    res = run(tmp_path, cluster, 'accept', accept_vars(tmp_path, True))
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    meta = node(cluster)['metadata']
+    assert meta['labels'][ACCEPT] == 'passed' and meta['labels'][LABEL] == 'done'
+    assert node(cluster)['spec'].get('unschedulable') in (None, False)

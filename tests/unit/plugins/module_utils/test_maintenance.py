@@ -70,7 +70,8 @@ def test_a_quiet_node_of_the_cluster():
     plan = driver_plan(['nvidia-headless-no-dkms-580-open', 'nvidia-utils-580'])
     got = node(facts(), None, AFTER, True, plan, {'packages': POLICY})
     assert got == {'in_cluster': True, 'why': 'rke2-server is enabled (only rke2-server is installed)', 'role': 'server',
-                   'unit': 'rke2-server', 'reboot': [], 'restart': [], 'resume': [], 'disruptive': False}
+                   'unit': 'rke2-server', 'reboot': [], 'restart': [], 'resume': [], 'accept': [],
+                   'accept_label': 'baremetal.gpu/gpu-acceptance', 'node_name': '', 'disruptive': False}
 
 
 def test_driver_packages_to_install_mean_a_reboot():
@@ -165,6 +166,35 @@ def test_a_node_the_last_rollout_left_cordoned_goes_through_its_batch_again():
     assert node(facts(unit='rke2-agent'), left, AFTER, True)['disruptive'] is False
 
 
+def test_gpu_acceptance_of_a_new_node_only():
+    """gpu_health_accept_new_nodes: the real RKE2 Node advertises nvidia.com/gpu 1, so it served GPUs before and is
+    not checked (turning the acceptance on must not take a serving fleet out of service); the same Node before its
+    device plugin ran (no GPU in its capacity) is new: it leaves service in a batch of its own and is uncordoned only
+    after the check. Labelled pending (a batch took it out for its check, killed or failed since), it is checked
+    again whatever its capacity; labelled passed, never again. Without accept_new, or outside a cluster, no check."""
+    reason = 'a new node: its GPUs are checked before its first uncordon (gpu_health_accept_new_nodes)'
+    quiet = node(facts(unit='rke2-agent'), NORI, AFTER, True)
+    assert quiet['disruptive'] is False and quiet['accept'] == []
+    assert maintenance.node(facts(unit='rke2-agent'), NORI, [], [], accept_new=True)['accept'] == []
+    new = copy.deepcopy(NORI)
+    for part in ('capacity', 'allocatable'):
+        new['status'][part].pop('nvidia.com/gpu')
+    got = maintenance.node(facts(unit='rke2-agent'), new, [], [], accept_new=True)
+    assert got['accept'] == [reason] and got['disruptive'] is True
+    assert got['accept_label'] == 'baremetal.gpu/gpu-acceptance'
+    assert maintenance.node(facts(unit='rke2-agent'), new, [], [])['disruptive'] is False
+    new['status']['capacity']['nvidia.com/gpu'] = '0'
+    assert maintenance.node(facts(unit='rke2-agent'), new, [], [], accept_new=True)['accept'] == [reason]
+    pending = copy.deepcopy(NORI)
+    pending['metadata']['labels']['baremetal.gpu/gpu-acceptance'] = 'pending'
+    assert maintenance.node(facts(unit='rke2-agent'), pending, [], [], accept_new=True)['accept'] == [reason]
+    new['metadata']['labels']['baremetal.gpu/gpu-acceptance'] = 'passed'
+    assert maintenance.node(facts(unit='rke2-agent'), new, [], [], accept_new=True)['disruptive'] is False
+    # No Node: not a node of the cluster, or no cluster API to cordon it through.
+    assert maintenance.node(facts(unit=''), None, [], [], accept_new=True)['accept'] == []
+    assert maintenance.node(facts(unit='rke2-agent'), None, [], [], accept_new=True)['accept'] == []
+
+
 # ---- the batches --------------------------------------------------------------------------------------
 
 def info(in_cluster=True, role='agent', disruptive=True):
@@ -233,6 +263,22 @@ def test_no_room_is_refused_naming_the_variable():
     # With nothing disruptive the cordoned node is no reason to refuse.
     quiet = {'a1': info(disruptive=False), 'a2': info(disruptive=False)}
     assert maintenance.plan(1, 1, ['a1', 'a2'], quiet, cluster)['serial'] == [2]
+
+
+def test_a_node_left_failed_is_no_reason_to_refuse_its_own_retry():
+    # The last run left a1 cordoned, labelled failed (its GPU acceptance failed, say); this run takes it through its
+    # batch again. Its own unavailability does not count against itself, as in the gate before its batch; another
+    # node out of service still does.
+    failed = copy.deepcopy(NORI)
+    failed['spec']['unschedulable'] = True
+    failed['metadata']['labels']['baremetal.gpu/host-rollout'] = 'failed'
+    failed['metadata']['labels']['baremetal.gpu/gpu-acceptance'] = 'pending'
+    retry = maintenance.node(facts(unit='rke2-agent'), failed, [], [], accept_new=True)
+    assert retry['disruptive'] is True and retry['node_name'] == 'nori'
+    got = maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed])
+    assert got['batches'] == [['gpu-a']] and got['already_unavailable'] == []
+    with pytest.raises(ValueError, match=r'1 Node\(s\) of the cluster are unschedulable or NotReady already \(other\)'):
+        maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed, api('other', unschedulable=True)])
 
 
 # ---- the budget before each batch ------------------------------------------------------------------------
