@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import cluster_addons, gpu_health
 
@@ -78,9 +79,10 @@ def xid_codes(severity):
         raise AnsibleFilterError('baremetal.gpu.xid_codes: %s' % exc)
 
 
-def gpu_health_quarantine(cluster_nodes, results, max_quarantined, run_id='', now=''):
+def gpu_health_quarantine(cluster_nodes, results, max_quarantined, run_id='', now='', release_only=False):
     try:
-        return gpu_health.quarantine_patches(cluster_nodes, results, int(max_quarantined), run_id or '', now or '')
+        return gpu_health.quarantine_patches(cluster_nodes, results, int(max_quarantined), run_id or '', now or '',
+                                             boolean(release_only, strict=True))
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError('baremetal.gpu.gpu_health_quarantine: %s' % exc)
 

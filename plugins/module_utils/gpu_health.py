@@ -506,7 +506,7 @@ def taint_for(reason):
     return {'key': TAINT_KEY, 'value': value, 'effect': TAINT_EFFECT}
 
 
-def quarantine_plan(nodes, max_quarantined):
+def quarantine_plan(nodes, max_quarantined, release_only=False):
     """Which nodes to taint and which to release.
 
     ``nodes``: {name: {'verdict': healthy|degraded|unhealthy|None (not checked), 'reason': check,
@@ -518,7 +518,9 @@ def quarantine_plan(nodes, max_quarantined):
         or not checked, it stays quarantined;
       - when the quarantined nodes would then exceed ``max_quarantined``, nothing is quarantined (stop=True) and
         the message says why: that many failures at once is more likely a monitoring fault. Releases still go
-        ahead: they only return healthy nodes to service.
+        ahead: they only return healthy nodes to service;
+      - ``release_only`` (after a remediation, gpu_health_action=remediate): nothing new is quarantined, only our
+        quarantine of the nodes healthy now is released.
     """
     if max_quarantined < 1:
         raise ValueError('max_quarantined must be at least 1, got %s' % max_quarantined)
@@ -529,7 +531,7 @@ def quarantine_plan(nodes, max_quarantined):
         state = node.get('verdict')
         if ours:
             (release if state == HEALTHY else keep).append(name)
-        elif state == UNHEALTHY:
+        elif state == UNHEALTHY and not release_only:
             quarantine.append((name, taint_for(node.get('reason'))))
     after = len(keep) + len(quarantine)
     stop = bool(quarantine) and after > max_quarantined
@@ -546,7 +548,7 @@ def quarantine_plan(nodes, max_quarantined):
             'quarantined': sorted(keep + [name for name, _taint in quarantine])}
 
 
-def quarantine_patches(cluster_nodes, results, max_quarantined, run_id='', now=''):
+def quarantine_patches(cluster_nodes, results, max_quarantined, run_id='', now='', release_only=False):
     """The Node changes of a quarantine run, from the cluster's Nodes and this run's verdicts.
 
     ``cluster_nodes``: the Node objects (k8s_info resources); ``results``: {Node name: the gpu_health result of the
@@ -569,7 +571,7 @@ def quarantine_patches(cluster_nodes, results, max_quarantined, run_id='', now='
         result = (results or {}).get(name) or {}
         states[name] = {'verdict': result.get('verdict'), 'reason': result.get('reason') or '',
                         'taints': (node.get('spec') or {}).get('taints') or []}
-    plan = quarantine_plan(states, max_quarantined)
+    plan = quarantine_plan(states, max_quarantined, release_only)
     patches = []
     for name, taint in plan['quarantine']:
         node = by_name[name]

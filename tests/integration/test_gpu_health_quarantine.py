@@ -225,6 +225,29 @@ def test_remediate_resets_the_gpu_out_of_service_and_puts_the_node_back(tmp_path
     assert 'remediated' in out
 
 
+def test_remediate_releases_our_quarantine_of_a_node_healthy_after_its_reset(tmp_path, cluster):
+    add_node(cluster, 'n-gpu-a', [SOMEONE_ELSES])
+    add_node(cluster, 'n-gpu-b')
+    health = {'gpu-a': False, 'gpu-b': False}
+    rc, out = run(tmp_path, cluster, health, '-e', 'gpu_health_action=quarantine', '-e', 'gpu_health_max_quarantined=2',
+                  reset_helps=True)
+    assert rc == 0, out[-4000:]
+    assert all(n['spec']['taints'][-1]['key'] == TAINT for n in cluster.nodes.values())
+    # Remediate gpu-a only (gpu-b is not in this run's inventory); its reset helps.
+    rc, out = run(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=remediate', reset_helps=True)
+    assert rc == 0, out[-5000:]
+    assert (tmp_path / 'gpu-a.resets').read_text().split() == ['-r', '-i', '0']
+    node = cluster.nodes['n-gpu-a']
+    # Healthy after its reset: our taint, label and findings are gone; the other taint stays; back in service.
+    assert node['spec']['taints'] == [SOMEONE_ELSES], node['spec']
+    assert LABEL not in node['metadata']['labels'] and FINDINGS not in node['metadata'].get('annotations', {})
+    assert not node['spec'].get('unschedulable')
+    assert 'GPU HEALTH QUARANTINE: quarantined none; released n-gpu-a' in out.replace('\n', ' '), out[-3000:]
+    # n-gpu-b was not in this run: its quarantine stays.
+    assert cluster.nodes['n-gpu-b']['spec']['taints'][-1]['key'] == TAINT
+    assert lease_holder(cluster) in (None, '')
+
+
 def test_remediate_keeps_a_node_that_is_still_unhealthy_cordoned_and_stops(tmp_path, cluster):
     add_node(cluster, 'n-gpu-a')
     rc, out = run(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=remediate', reset_helps=False)

@@ -426,6 +426,15 @@ def test_release_only_our_own_quarantine_when_healthy():
     assert plan['quarantined'] == ['gpu-3', 'gpu-4']
 
 
+def test_after_a_remediation_only_our_quarantine_of_healthy_nodes_is_released():
+    plan = gh.quarantine_plan({
+        'gpu-1': {'verdict': 'healthy', 'taints': [ours(), CONTROL_PLANE]},   # remediated, healthy: released
+        'gpu-2': {'verdict': 'unhealthy', 'reason': 'xid', 'taints': []},     # unhealthy, never quarantined: left
+        'gpu-3': {'verdict': 'unhealthy', 'taints': [ours()]},                # still unhealthy: stays quarantined
+    }, 1, release_only=True)
+    assert (plan['release'], plan['quarantine'], plan['keep'], plan['stop']) == (['gpu-1'], [], ['gpu-3'], False)
+
+
 def test_never_more_than_the_budget_report_and_stop():
     nodes = dict(('gpu-%d' % i, {'verdict': 'unhealthy', 'reason': 'xid', 'taints': []}) for i in range(1, 4))
     nodes['gpu-9'] = {'verdict': 'healthy', 'taints': [ours()]}
