@@ -3,8 +3,8 @@
     python3 scripts/run-scenarios.py --jobs 2 --deps consumer=producer ... SCENARIO ...
 
 Scenarios are started in the order given (longest first is the caller's choice). A scenario that
-starts from another scenario's committed nodes (--deps upgrade_driver=nvidia_driver) is held back
-while its producer has not finished and some other scenario can run instead; if nothing else can
+starts from other scenarios' committed nodes (--deps uninstall=nvidia_driver uninstall=nvidia_driver_debian12)
+is held back while one of its producers has not finished and some other scenario can run instead; if nothing else can
 run, the lane waits for the producer. Each scenario is run as `bash -c 'run_scenario "$1"' _ NAME`
 (scripts/test-all.sh exports run_scenario); its exit status is its result. The producer's failure
 does not skip the consumer: a consumer whose producer's images are missing converges its own nodes.
@@ -17,10 +17,10 @@ import time
 
 
 def next_runnable(pending, deps, finished, running):
-    """The first pending scenario whose producer has finished (or that has none), else None."""
+    """The first pending scenario whose producers have all finished (or that has none), else None. A producer that
+    is neither pending nor running (not in this run) holds nothing back."""
     for name in pending:
-        producer = deps.get(name)
-        if producer is None or producer in finished or (producer not in pending and producer not in running):
+        if all(p in finished or (p not in pending and p not in running) for p in deps.get(name, ())):
             return name
     return None
 
@@ -28,10 +28,13 @@ def next_runnable(pending, deps, finished, running):
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--deps", nargs="*", default=[], help="consumer=producer")
+    parser.add_argument("--deps", nargs="*", default=[], help="consumer=producer (repeat for several producers)")
     parser.add_argument("scenarios", nargs="*")
     args = parser.parse_args(argv)
-    deps = dict(d.split("=", 1) for d in args.deps)
+    deps = {}
+    for item in args.deps:
+        consumer, producer = item.split("=", 1)
+        deps.setdefault(consumer, []).append(producer)
     pending = list(args.scenarios)
     running = {}
     finished = {}

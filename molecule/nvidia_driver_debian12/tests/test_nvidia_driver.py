@@ -1,0 +1,1 @@
+../../nvidia_driver/tests/test_nvidia_driver.py
