@@ -237,6 +237,18 @@ def plan(settings, os_data, facts, apt=None, today=None):
                          ', or use Canonical\'s signed prebuilt modules (nvidia_driver_module_build: prebuilt)'
                          if prebuilt_possible else ''))
 
+    # Signing needs mokutil and openssl from the node's sources (the role installs them): asked of apt with the
+    # driver's packages, refused before any change when apt has neither a candidate nor an installed version.
+    sign_tools = [os_data.get('mokutil_package') or 'mokutil', 'openssl'] if mode == 'sign' else []
+    missing_tools = [t for t in sign_tools if apt is not None and not _known(apt, t)]
+    if out['secure_boot']['sign'] and missing_tools:
+        errors.append('nvidia_driver_secure_boot is sign, but apt cannot install %s on this node (no candidate in its '
+                      'sources): the module could not be signed. Nothing was changed. Enable the component that carries '
+                      'it, or set nvidia_driver_secure_boot: ignore if you sign modules yourself%s'
+                      % (' and '.join(missing_tools),
+                         ', or use Canonical\'s signed prebuilt modules (nvidia_driver_module_build: prebuilt)'
+                         if prebuilt_possible else ''))
+
     # ---- packages ----
     out['packages'] = []
     out['kernel_packages'] = []
@@ -299,7 +311,7 @@ def plan(settings, os_data, facts, apt=None, today=None):
             for any_flavor in FLAVORS:
                 m, k, left, mod = _names(os_data, any_flavour, any_build, any_flavor, branch, kernels)
                 universe.update(m + k + left + mod)
-    out['query_packages'] = sorted(universe)
+    out['query_packages'] = sorted(universe | set(sign_tools))
     if not kernels:
         errors.append('this node has no installed kernel (no /boot/vmlinuz-* with /lib/modules/<version>)%s: there '
                       'is nothing to build or install the module for. Install a kernel image (linux-image-*) first'

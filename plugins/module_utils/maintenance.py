@@ -489,10 +489,13 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
     # The nodes a stopped run left out of service come back first (stable: inventory order otherwise).
     servers.sort(key=lambda h: not (nodes.get(h) or {}).get('resume'))
     agents.sort(key=lambda h: not (nodes.get(h) or {}).get('resume'))
-    # The Nodes this plan puts in a batch of their own do not count against the room for themselves (as in
-    # batch_gate): a node the last run left cordoned and labelled failed, taken through its batch again, would
-    # otherwise block its own retry whenever upgrade_max_unavailable is 1.
-    own = set((nodes.get(h) or {}).get('node_name') for h in servers + agents) - set([None, ''])
+    # A node a run of ours left cordoned and labelled failed, which this plan takes through a batch again, does not
+    # count against the room for its own retry (it would block it whenever upgrade_max_unavailable is 1; the gate
+    # before its batch excludes the batch's own nodes too). A node someone else cordoned still counts.
+    retried = set((nodes.get(h) or {}).get('node_name') for h in servers + agents) - set([None, ''])
+    own = set(n['metadata']['name'] for n in cluster_nodes or []
+              if (n.get('metadata') or {}).get('name') in retried
+              and any(_labels(n).get(label) == 'failed' for label in STATE_LABELS))
     already = [n['name'] for n in unavailable(cluster_nodes, exclude=own)]
     batches = []
     if outside_busy:

@@ -105,10 +105,11 @@ def test_module_of_every_kernel_is_the_branch_and_flavour(host):
         else:
             assert "/updates/dkms/" in filename, filename
             if exp.get("signed"):
-                # nvidia_driver_secure_boot: sign: DKMS signed it with the role's MOK key, named after the host
-                # (not the key DKMS makes itself, "DKMS module signing key").
-                assert fields.get("signer", "").strip() == "%s DKMS module signing key" % host.check_output("hostname -s"), \
-                    (kernel, fields.get("signer"))
+                # nvidia_driver_secure_boot: sign: DKMS signed it with the MOK key given in variables (its
+                # certificate's CN), else with the role's own, named after the host (not the key DKMS makes itself,
+                # "DKMS module signing key").
+                signer = exp.get("signer") or "%s DKMS module signing key" % host.check_output("hostname -s")
+                assert fields.get("signer", "").strip() == signer, (kernel, fields.get("signer"))
     assert _report(host)["installed_version"].startswith(exp["branch"] + ".")
 
 
@@ -120,6 +121,11 @@ def test_mok_key_of_a_signing_node_is_private(host):
         return
     assert key.exists and key.mode == 0o600 and key.user == "root", (key.exists, oct(key.mode))
     assert host.file("/var/lib/shim-signed/mok").mode == 0o700
+    if exp.get("signer"):
+        # The given pair: the certificate kept as given (PEM) beside the DER that DKMS and mokutil read.
+        assert host.file("/var/lib/shim-signed/mok/MOK.pem").content_string.startswith("-----BEGIN CERTIFICATE-----")
+        der = host.run("openssl x509 -inform DER -in /var/lib/shim-signed/mok/MOK.der -noout -subject")
+        assert der.rc == 0 and exp["signer"] in der.stdout, der.stdout
     conf = host.file("/etc/dkms/framework.conf.d/baremetal-gpu-mok.conf").content_string
     assert 'mok_signing_key="/var/lib/shim-signed/mok/MOK.priv"' in conf
     assert 'mok_certificate="/var/lib/shim-signed/mok/MOK.der"' in conf

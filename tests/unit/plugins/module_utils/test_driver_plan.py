@@ -166,8 +166,27 @@ def test_secure_boot_on_passes_with_prebuilt_and_needs_sign_with_dkms():
     assert dkms['ok'] is False and dkms['errors'][0].startswith('Secure Boot is enabled')
     assert 'nvidia_driver_secure_boot: sign' in dkms['errors'][0]
     signed = driver_plan.plan(settings(module_build='dkms', secure_boot='sign'), os_data('Ubuntu'),
-                              facts(secure_boot='enabled'), apt, today=TODAY)
+                              facts(secure_boot='enabled'), apt_answer(['mokutil', 'openssl']), today=TODAY)
     assert signed['ok'] is True and signed['secure_boot']['sign'] is True
+    assert {'mokutil', 'openssl'} <= set(signed['query_packages'])
+
+
+def test_sign_without_the_signing_tools_in_the_sources_is_refused_before_any_change():
+    # apt knows openssl (installed) but has no candidate for mokutil: nothing could sign the DKMS build.
+    apt = apt_answer(['openssl'], installed=['openssl'])
+    plan = driver_plan.plan(settings(module_build='dkms', secure_boot='sign'), os_data('Ubuntu'),
+                            facts(secure_boot='enabled'), apt, today=TODAY)
+    assert plan['ok'] is False
+    assert plan['errors'] == [
+        'nvidia_driver_secure_boot is sign, but apt cannot install mokutil on this node (no candidate in its sources): '
+        'the module could not be signed. Nothing was changed. Enable the component that carries it, or set '
+        'nvidia_driver_secure_boot: ignore if you sign modules yourself, or use Canonical\'s signed prebuilt modules '
+        '(nvidia_driver_module_build: prebuilt)']
+    # Prebuilt modules need no signing tools; without apt's answer (the first plan) nothing is refused yet.
+    assert driver_plan.plan(settings(secure_boot='sign'), os_data('Ubuntu'), facts(secure_boot='enabled'),
+                            apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic']), today=TODAY)['ok'] is True
+    assert driver_plan.plan(settings(module_build='dkms', secure_boot='sign'), os_data('Ubuntu'),
+                            facts(secure_boot='enabled'), None, today=TODAY)['ok'] is True
 
 
 def test_secure_boot_unknown_on_an_efi_machine_is_refused_with_dkms_and_fail():
@@ -183,8 +202,9 @@ def test_secure_boot_unknown_on_an_efi_machine_is_refused_with_dkms_and_fail():
                                         'unreadable)')
     assert 'nvidia_driver_secure_boot: sign' in dkms['errors'][0] and 'nvidia_driver_module_build: prebuilt' in dkms['errors'][0]
     # sign, ignore, prebuilt modules, a legacy BIOS machine and a container (the state is hidden there) pass.
+    tools = apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic', 'mokutil', 'openssl'])
     for mode in ('sign', 'ignore'):
-        assert driver_plan.plan(settings(module_build='dkms', secure_boot=mode), os_data('Ubuntu'), efi, apt,
+        assert driver_plan.plan(settings(module_build='dkms', secure_boot=mode), os_data('Ubuntu'), efi, tools,
                                 today=TODAY)['ok'] is True, mode
     assert driver_plan.plan(settings(), os_data('Ubuntu'), efi, apt, today=TODAY)['ok'] is True
     bios = dict(efi, secure_boot='not_uefi')

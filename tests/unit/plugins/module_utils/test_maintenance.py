@@ -279,6 +279,10 @@ def test_a_node_left_failed_is_no_reason_to_refuse_its_own_retry():
     assert got['batches'] == [['gpu-a']] and got['already_unavailable'] == []
     with pytest.raises(ValueError, match=r'1 Node\(s\) of the cluster are unschedulable or NotReady already \(other\)'):
         maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed, api('other', unschedulable=True)])
+    # Cordoned by someone else (no failed label of ours): it counts, even though this plan takes it through a batch.
+    del failed['metadata']['labels']['baremetal.gpu/host-rollout']
+    with pytest.raises(ValueError, match=r'already \(nori\)'):
+        maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed])
 
 
 # ---- the budget before each batch ------------------------------------------------------------------------
