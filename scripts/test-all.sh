@@ -293,7 +293,9 @@ molecule_stage() {
   # (releases, jammy) spread between scenarios without a build. A scenario whose producers have not all
   # finished is passed over until they have (scripts/run-scenarios.py); scenarios not listed here run last,
   # in name order.
-  LANE_ORDER="nvidia_driver nvidia_driver_debian12 container_toolkit upgrade_driver nvidia_driver_releases uninstall rke2_nvidia_runtime maintenance_kill nvidia_driver_jammy gpu_nodes_batching nvidia_driver_switch nvidia_driver_mismatch preflight"
+  # ci18 (beside stress-ng): jammy, started late, was the tail; the DKMS scenarios now come before the consumers'
+  # second half, and the short scenarios fill the end.
+  LANE_ORDER="nvidia_driver nvidia_driver_debian12 container_toolkit nvidia_driver_releases upgrade_driver nvidia_driver_jammy uninstall maintenance_kill rke2_nvidia_runtime gpu_nodes_batching nvidia_driver_switch nvidia_driver_mismatch preflight"
   ordered=()
   for s in $LANE_ORDER; do
     for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done
