@@ -238,9 +238,12 @@ def plan(settings, os_data, facts, apt=None, today=None):
                          if prebuilt_possible else ''))
 
     # Signing needs mokutil and openssl from the node's sources (the role installs them): asked of apt with the
-    # driver's packages, refused before any change when apt has neither a candidate nor an installed version.
+    # driver's packages, refused before any change when apt has neither a candidate nor an installed version. Only
+    # an answer from the node's own lists tells (package_source "node"): a private probe of the components still to be
+    # added (a first run) does not see the main component that carries them, so it is no answer for them.
     sign_tools = [os_data.get('mokutil_package') or 'mokutil', 'openssl'] if mode == 'sign' else []
-    missing_tools = [t for t in sign_tools if apt is not None and not _known(apt, t)]
+    missing_tools = [t for t in sign_tools
+                     if apt is not None and (apt.get('package_source') or 'node') == 'node' and not _known(apt, t)]
     if out['secure_boot']['sign'] and missing_tools:
         errors.append('nvidia_driver_secure_boot is sign, but apt cannot install %s on this node (no candidate in its '
                       'sources): the module could not be signed. Nothing was changed. Enable the component that carries '

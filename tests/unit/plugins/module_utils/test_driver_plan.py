@@ -182,6 +182,11 @@ def test_sign_without_the_signing_tools_in_the_sources_is_refused_before_any_cha
         'the module could not be signed. Nothing was changed. Enable the component that carries it, or set '
         'nvidia_driver_secure_boot: ignore if you sign modules yourself, or use Canonical\'s signed prebuilt modules '
         '(nvidia_driver_module_build: prebuilt)']
+    # A private probe of the components still to be added (a first run: molecule/nvidia_driver's check step found
+    # this) sees no main component: no answer about the tools, nothing refused.
+    probe = dict(apt, package_source='private')
+    assert driver_plan.plan(settings(module_build='dkms', secure_boot='sign'), os_data('Ubuntu'),
+                            facts(secure_boot='enabled'), probe, today=TODAY)['ok'] is True
     # Prebuilt modules need no signing tools; without apt's answer (the first plan) nothing is refused yet.
     assert driver_plan.plan(settings(secure_boot='sign'), os_data('Ubuntu'), facts(secure_boot='enabled'),
                             apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic']), today=TODAY)['ok'] is True
