@@ -90,6 +90,10 @@ def _labels(node):
     return ((node or {}).get('metadata') or {}).get('labels') or {}
 
 
+def _node_name(node):
+    return ((node or {}).get('metadata') or {}).get('name') or ''
+
+
 def ours(node):
     """Whether this engine took the node out itself (one of its state labels says upgrading): a crash to resume."""
     labels = _labels(node)
@@ -102,7 +106,7 @@ def unavailable(cluster_nodes, exclude=(), count_ours=False):
     itself (``ours``: the plan puts them back through a batch of their own). Returns a sorted list of {name, why}."""
     out = []
     for node in cluster_nodes or []:
-        name = ((node.get('metadata') or {}).get('name')) or ''
+        name = _node_name(node)
         if name in exclude or (ours(node) and not count_ours):
             continue
         why = []
@@ -124,7 +128,7 @@ def map_node(host, names, addresses, cluster_nodes):
     nodes = list(cluster_nodes or [])
     for name in names:
         for node in nodes:
-            if (node.get('metadata') or {}).get('name') == name:
+            if _node_name(node) == name:
                 return {'name': name, 'how': 'name %s' % name}
     for name in names:
         for node in nodes:
@@ -373,7 +377,7 @@ def node(facts, api_node=None, reboot=None, restart=None, label=HOST_ROLLOUT_LAB
     if enabled:
         why = '%s is enabled (%s)' % (unit, rke2.get('role_reason') or 'gpu_node_facts')
     elif api_node:
-        why = 'the cluster API lists Node %s' % ((api_node.get('metadata') or {}).get('name') or '')
+        why = 'the cluster API lists Node %s' % _node_name(api_node)
     elif not rke2.get('present'):
         why = 'no RKE2 on the node'
     elif not unit:
@@ -385,14 +389,13 @@ def node(facts, api_node=None, reboot=None, restart=None, label=HOST_ROLLOUT_LAB
     restart = list(restart or []) if rke2.get('present') else []
     # A rollout that stopped after the node left service (a failure or a crash after its reboot or restart)
     # left it cordoned and labelled: it goes through its batch again, which puts it back in service.
-    labels = ((api_node or {}).get('metadata') or {}).get('labels') or {}
     resume = (['the last rollout left it out of service (label %s=upgrading)' % label]
-              if labels.get(label) == 'upgrading' else [])
+              if _labels(api_node).get(label) == 'upgrading' else [])
     accept = (['a new node: its GPUs are checked before its first uncordon (gpu_health_accept_new_nodes)']
               if accept_new and in_cluster and acceptance_pending(api_node) else [])
     return {'in_cluster': in_cluster, 'why': why, 'role': role if in_cluster else '', 'unit': unit,
             'reboot': reboot, 'restart': restart, 'resume': resume, 'accept': accept, 'accept_label': ACCEPTANCE_LABEL,
-            'node_name': ((api_node or {}).get('metadata') or {}).get('name') or '',
+            'node_name': _node_name(api_node),
             'disruptive': in_cluster and bool(reboot or restart or resume or accept)}
 
 
@@ -449,7 +452,7 @@ def upgrade_node(facts, api_node, status):
     skip = str(labels.get(SKIP_LABEL, '')).lower() in ('true', '1', 'yes')
     done = bool((status or {}).get('done'))
     return {'in_cluster': in_cluster, 'role': (rke2.get('role') or '') if in_cluster else '', 'unit': unit,
-            'node_name': ((api_node or {}).get('metadata') or {}).get('name') or '',
+            'node_name': _node_name(api_node),
             'why': ('the cluster API lists Node %s' % api_node['metadata']['name']) if api_node else
                    ('%s is enabled' % unit if enabled else 'no Node of the cluster'),
             'skip': skip, 'done': done, 'reasons': list((status or {}).get('reasons') or []),
@@ -493,9 +496,8 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
     # count against the room for its own retry (it would block it whenever upgrade_max_unavailable is 1; the gate
     # before its batch excludes the batch's own nodes too). A node someone else cordoned still counts.
     retried = set((nodes.get(h) or {}).get('node_name') for h in servers + agents) - set([None, ''])
-    own = set(n['metadata']['name'] for n in cluster_nodes or []
-              if (n.get('metadata') or {}).get('name') in retried
-              and any(_labels(n).get(label) == 'failed' for label in STATE_LABELS))
+    own = set(_node_name(n) for n in cluster_nodes or []
+              if _node_name(n) in retried and any(_labels(n).get(label) == 'failed' for label in STATE_LABELS))
     already = [n['name'] for n in unavailable(cluster_nodes, exclude=own)]
     batches = []
     if outside_busy:
