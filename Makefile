@@ -1,5 +1,5 @@
 # baremetal.gpu: the two commands are `make lab` (main job) and `make test` (everything).
-.PHONY: lab test setup images lint sanity units integration molecule build docs docs-lint docs-screenshots galaxy core-range clean
+.PHONY: lab test setup images ee lint sanity units integration molecule build docs docs-lint docs-screenshots galaxy core-range clean
 
 lab:            ## set up, then run preflight, the host layer and verify on a local lab node (LAB_OS, default ubuntu2404)
 	bash scripts/lab.sh
@@ -12,6 +12,9 @@ setup:          ## host packages, venv, collections, helm/kubectl
 
 images:         ## build (or reuse) the systemd test-node images
 	bash scripts/build-images.sh
+
+ee: setup       ## the execution environment (execution-environment.yml) with ansible-builder + podman; EE_BASE_IMAGE=...
+	bash scripts/build-ee.sh
 
 lint: setup
 	. scripts/env.sh && python3 scripts/role-docs.py --check && yamllint -s . && ansible-lint

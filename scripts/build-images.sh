@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Build, cache and import the systemd test-node images from debootstrap.
 #
-#   scripts/build-images.sh [debian12] [debian13] [ubuntu2204] [ubuntu2404]
+#   scripts/build-images.sh [debian12] [debian13] [ubuntu2204] [ubuntu2404] [ee-base]
+#
+# ee-base is not a node: the base of the test execution environment (make ee, tests/ee/base), on
+# the same Debian 12 debootstrap base as the debian12 node.
 #
 # Images are tagged localhost/baremetal-gpu-<node>:<recipe hash>; a cached image
 # whose recipe did not change is reused. The result per node is written to
@@ -42,9 +45,13 @@ node_info() {
     # modules for the newest ABI (6.8.0-151, noble-updates), but their files answered 404; those
     # for 6.8.0-149 (noble-security) download. The prebuilt-module tests need a kernel they exist for.
     ubuntu2404) echo "noble ubuntu gutsy deb822 linux-image-6.8.0-149-generic" ;;
+    ee-base) echo "bookworm debian bookworm list -" ;;
     *) return 1 ;;
   esac
 }
+# base_node NODE: whose debootstrap base it is built on; context_of NODE: the layer's build context.
+base_node() { case $1 in ee-base) echo debian12 ;; *) echo "$1" ;; esac; }
+context_of() { case $1 in ee-base) echo tests/ee/base ;; *) echo tests/images ;; esac; }
 
 # The cache key of the debootstrap base: what goes into it, not the whole script, so editing
 # log messages does not force a rebuild. The node layer on top (tests/images/, the kernel) has
@@ -55,7 +62,7 @@ base_hash() {
   echo "$PACKAGES $suite $family $script $format ${UBUNTU_MIRROR:-} v2" | sha256sum | cut -c1-12
 }
 recipe_hash() {
-  { base_hash "$1"; node_info "$1"; cat tests/images/*; } | sha256sum | cut -c1-12
+  { base_hash "$(base_node "$1")"; node_info "$1"; cat "$(context_of "$1")"/*; } | sha256sum | cut -c1-12
 }
 image_name() { echo "localhost/baremetal-gpu-$1:$(recipe_hash "$1")"; }
 
@@ -118,7 +125,7 @@ build_node() {
     echo ok >"$CACHE/$node.status"
     return 0
   fi
-  base="localhost/baremetal-gpu-$node-base:$(base_hash "$node")"
+  base="localhost/baremetal-gpu-$(base_node "$node")-base:$(base_hash "$(base_node "$node")")"
   if podman image exists "$base"; then
     log "$node: cached base $base"
     build_top "$node" "$base" "$tag" "$kernel"
@@ -158,11 +165,11 @@ build_node() {
 }
 
 # build_top NODE BASE TAG KERNEL: the systemd node layer (tests/images/Containerfile) on the base,
-# with a kernel image from the node's own archive.
+# with a kernel image from the node's own archive (ee-base: tests/ee/base, no kernel).
 build_top() {
   # --network host: the build reaches the package cache on this machine's loopback.
   if ! podman build -q --network host --build-arg "APT_PROXY=$APT_PROXY" --build-arg "BASE=$2" \
-      --build-arg "KERNEL=$4" -t "$3" tests/images >"$CACHE/$1.build.log" 2>&1; then
+      --build-arg "KERNEL=$4" -t "$3" "$(context_of "$1")" >"$CACHE/$1.build.log" 2>&1; then
     log "$1: podman build failed, see $CACHE/$1.build.log"
     tail -5 "$CACHE/$1.build.log" >&2 || true
     if grep -qiE 'Could not resolve|Temporary failure|Failed to fetch|Unable to connect' "$CACHE/$1.build.log"; then
@@ -187,7 +194,7 @@ fi
 nodes=("$@")
 [[ ${#nodes[@]} -eq 0 ]] && nodes=("${ALL_NODES[@]}")
 for n in "${nodes[@]}"; do
-  node_info "$n" >/dev/null || { log "unknown node $n (known: ${ALL_NODES[*]})"; exit 2; }
+  node_info "$n" >/dev/null || { log "unknown node $n (known: ${ALL_NODES[*]} ee-base)"; exit 2; }
 done
 for n in "${nodes[@]}"; do
   build_node "$n" &
