@@ -343,6 +343,9 @@ check "collection build and install" bash scripts/check-build.sh
 # role's documentation, and galaxy-importer on the built tarball (their own venv: scripts/galaxy-venv.sh).
 check "docs lint (antsibull-docs)" bash scripts/check-docs.sh
 check "galaxy import (galaxy-importer)" bash scripts/check-galaxy.sh
+# requires_ansible tested at its lower bound too (issue 21 item 6): units + sanity with the lowest ansible-core
+# meta/runtime.yml claims, in a venv of its own (the highest is the .venv of the rows above).
+check "ansible-core range: units + sanity with the lowest claimed" bash scripts/check-core-range.sh
 [[ -n $MOLECULE_PID ]] && wait "$MOLECULE_PID"
 
 # ---- summary ----------------------------------------------------------------

@@ -365,6 +365,22 @@ def parse_policy(text):
     return out
 
 
+_FETCH_ERROR = re.compile(r'^E: Failed to fetch (\S+)\s+(.*?)\s*(?:\[IP: [^]]*\])?\s*$', re.M)
+
+
+def fetch_error(text):
+    """Why ``apt-get download`` (LC_ALL=C) could not fetch a package, from its output: "<HTTP status> (<URL>)",
+    for example "404 Not Found (http://archive.ubuntu.com/.../x.deb)"; the first E: line otherwise; '' when
+    there is none."""
+    match = _FETCH_ERROR.search(text or '')
+    if match:
+        return '%s (%s)' % (' '.join(match.group(2).split()), match.group(1))
+    for line in (text or '').splitlines():
+        if line.startswith('E: '):
+            return line[3:].strip()
+    return ''
+
+
 def parse_showhold(text):
     """Names from ``apt-mark showhold`` (one per line; an arch qualifier is kept as apt prints it)."""
     return [line.strip() for line in (text or '').splitlines() if line.strip()]

@@ -192,21 +192,26 @@ def plan(settings, os_data, facts, apt=None, today=None):
     elif apt is None or not flavour:
         reason = 'undecided until apt says which prebuilt module packages exist'
     else:
-        missing = [{'kernel': k, 'package': prebuilt_names.get(k, '')} for k in kernels
-                   if not _known(apt, prebuilt_names.get(k, ''))]
+        # A package the index lists but whose file the archive does not serve (apt_sources_info's fetch) is as
+        # good as absent: the install would fail after the simulation said yes (issue 19 item 5).
+        unfetchable = (apt or {}).get('fetch_errors') or {}
+        missing = [{'kernel': k, 'package': prebuilt_names.get(k, ''),
+                    'fetch_error': unfetchable.get(prebuilt_names.get(k, ''), '')} for k in kernels
+                   if not _known(apt, prebuilt_names.get(k, '')) or prebuilt_names.get(k, '') in unfetchable]
         have = ', '.join(prebuilt_names[k] for k in kernels if k not in [m['kernel'] for m in missing])
+        lacking = '; '.join('kernel %s (%s%s)' % (m['kernel'], m['package'], ': listed, but its file cannot be '
+                                                  'downloaded: %s' % m['fetch_error'] if m['fetch_error'] else '')
+                            for m in missing)
         if wanted == 'prebuilt':
             if missing:
                 errors.append('nvidia_driver_module_build is prebuilt, but Ubuntu\'s archive has no prebuilt module '
                               'package for %s. Nothing was changed. Set nvidia_driver_module_build to auto or dkms '
-                              '(DKMS builds for that kernel), or remove that kernel'
-                              % '; '.join('kernel %s (%s)' % (m['kernel'], m['package']) for m in missing))
+                              '(DKMS builds for that kernel), or remove that kernel' % lacking)
             else:
                 build, reason = 'prebuilt', 'prebuilt, as asked (nvidia_driver_module_build=prebuilt): %s' % have
         elif missing:
             build = 'dkms'
-            reason = ('auto: DKMS, because Ubuntu\'s archive has no prebuilt module package for %s'
-                      % '; '.join('kernel %s (%s)' % (m['kernel'], m['package']) for m in missing))
+            reason = 'auto: DKMS, because Ubuntu\'s archive has no prebuilt module package for %s' % lacking
         else:
             build = 'prebuilt'
             reason = ('auto: prebuilt, because Canonical\'s signed prebuilt modules exist for every installed kernel '

@@ -23,6 +23,8 @@ description:
     private copy of apt's state that includes them (their indices are downloaded into a temporary directory, which is
     removed afterwards), so the node's apt configuration and lists are not changed.
   - Also returns the packages on hold (C(apt-mark showhold)). Nothing on the node changes; it runs in check mode too.
+  - With O(fetch), downloads the named packages' files into a temporary directory (removed afterwards) to tell a
+    listed package the archive cannot serve from one it can.
 author:
   - baremetal.gpu maintainers (@baremetal-gpu)
 requirements:
@@ -72,6 +74,16 @@ options:
     description: Seconds the private C(apt-get update) may take before it is stopped and the module fails.
     type: int
     default: 300
+  fetch:
+    description:
+      - Of O(packages), those whose candidate file is downloaded to prove the archive serves it (C(apt-get download)
+        into a temporary directory, removed afterwards; the same private apt state as the answer about O(packages)).
+        An index can list a package whose file the archive does not serve (seen on noble-updates on 2026-11-25 for
+        C(linux-modules-nvidia-580-open-6.8.0-151-generic), answered 404). Installed packages and packages without a candidate
+        are not downloaded. The result is RV(fetch_errors).
+    type: list
+    elements: str
+    default: []
 notes:
   - The private probe uses C(-o Dir::Etc::SourceList), C(Dir::Etc::SourceParts), C(Dir::State::Lists) and C(Dir::Cache)
     pointing into a temporary directory; the installed state comes from the node's dpkg status as usual.
@@ -138,6 +150,12 @@ held:
   returned: always
   type: list
   elements: str
+fetch_errors:
+  description: Of O(fetch), the packages whose file could not be downloaded, with why (the HTTP status and the URL).
+  returned: always
+  type: dict
+  sample: {"linux-modules-nvidia-580-open-6.8.0-151-generic": "404 Not Found (http://archive.ubuntu.com/ubuntu/pool/restricted/l/\
+           linux-restricted-signatures/linux-modules-nvidia-580-open-6.8.0-151-generic_6.8.0-151.151_amd64.deb)"}
 """
 
 import glob
@@ -164,7 +182,29 @@ def entry_key(entry):
             tuple(sorted(entry['options'].items())))
 
 
-def private_probe(module, entries, packages, timeout):
+def fetch_errors(module, options, names, packages, timeout):
+    """Download each of ``names`` that has a candidate and is not installed into a temporary directory; return
+    {name: why} for those that could not be fetched."""
+    errors = {}
+    todo = [n for n in names if (packages.get(n) or {}).get('candidate') and not (packages.get(n) or {}).get('installed')]
+    if not todo:
+        return errors
+    work = tempfile.mkdtemp(prefix='baremetal-gpu-fetch-')
+    try:
+        for name in todo:
+            cmd = [module.get_bin_path('timeout', required=True), str(timeout),
+                   module.get_bin_path('apt-get', required=True)] + options + [
+                '-o', 'APT::Sandbox::User=root', '-o', 'Debug::NoLocking=1', 'download', name]
+            rc, out, err = module.run_command(cmd, environ_update=ENV, cwd=work)
+            if rc != 0:
+                errors[name] = aptlib.fetch_error(out + '\n' + err) or (
+                    'timed out after %d s' % timeout if rc == 124 else 'apt-get download rc %d' % rc)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return errors
+
+
+def private_probe(module, entries, packages, timeout, fetch):
     work = tempfile.mkdtemp(prefix='baremetal-gpu-apt-')
     try:
         for sub in ('parts', 'lists/partial', 'cache/archives/partial'):
@@ -188,7 +228,8 @@ def private_probe(module, entries, packages, timeout):
         if rc != 0:
             module.fail_json(msg='apt-cache policy failed (rc %d): %s' % (rc, err.strip()), cmd=policy, rc=rc,
                              stdout=out, stderr=err)
-        return aptlib.parse_policy(out)
+        known = aptlib.parse_policy(out)
+        return known, fetch_errors(module, options, fetch, known, timeout)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -204,6 +245,7 @@ def main():
             packages=dict(type='list', elements='str', default=[]),
             probe=dict(type='bool', default=True),
             timeout=dict(type='int', default=300),
+            fetch=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -224,10 +266,12 @@ def main():
     missing = result['missing']
     in_place = sorted(entry_key(e) for e in own_entries) == sorted(entry_key(e) for e in missing)
 
-    packages, source = {}, 'none'
+    packages, source, fetch_failed = {}, 'none', {}
+    fetch = [name for name in params['fetch'] if name in params['packages']]
     if params['packages']:
         if missing and not in_place and params['probe']:
-            packages, source = private_probe(module, missing, params['packages'], params['timeout']), 'private'
+            (packages, fetch_failed), source = private_probe(module, missing, params['packages'], params['timeout'],
+                                                             fetch), 'private'
         else:
             cmd = [module.get_bin_path('apt-cache', required=True), 'policy'] + params['packages']
             rc, out, err = module.run_command(cmd, environ_update=ENV)
@@ -235,11 +279,12 @@ def main():
                 module.fail_json(msg='apt-cache policy failed (rc %d): %s' % (rc, err.strip()), cmd=cmd, rc=rc,
                                  stdout=out, stderr=err)
             packages, source = aptlib.parse_policy(out), 'node'
+            fetch_failed = fetch_errors(module, [], fetch, packages, params['timeout'])
     rc, out, err = module.run_command([module.get_bin_path('apt-mark', required=True), 'showhold'], environ_update=ENV)
     held = aptlib.parse_showhold(out) if rc == 0 else []
     module.exit_json(changed=False, files=files, mirrors=result['mirrors'], missing=missing,
                      deb822=aptlib.render_deb822(missing), in_place=in_place, packages=packages,
-                     package_source=source, held=held)
+                     package_source=source, held=held, fetch_errors=fetch_failed)
 
 
 if __name__ == '__main__':

@@ -20,7 +20,7 @@ def _installed(host, *patterns):
 
 def test_refusals_were_saved(host):
     files = host.run("ls /var/tmp/ | grep '^refusal-'").stdout.split()
-    expected = {"mismatch-ubuntu2204": 1, "mismatch-ubuntu2404": 2, "mismatch-debian12": 3, "mismatch-debian13": 1}
+    expected = {"mismatch-ubuntu2204": 1, "mismatch-ubuntu2404": 3, "mismatch-debian12": 3, "mismatch-debian13": 1}
     key = _name(host).replace("nvidia_driver_", "")
     assert len(files) == expected[key], files
 
@@ -42,6 +42,21 @@ def test_ubuntu2404_prebuilt_refusal_names_kernel_and_package(host):
     # The refusal came before any change (the converge asserted it); its sources file came only with the
     # next case, which got past preflight.
     assert not host.file("/boot/vmlinuz-6.8.0-999-generic").exists
+
+
+def test_ubuntu2404_listed_but_unserved_prebuilt_package_refused_and_auto_falls_back_to_dkms(host):
+    """Issue 19 item 5 against the real archive: the package of kernel 6.8.0-151 is listed, its file answers 404."""
+    if not _name(host).endswith("ubuntu2404"):
+        return
+    text = host.file("/var/tmp/refusal-prebuilt-listed-but-not-served.txt").content_string
+    assert ("kernel 6.8.0-151-generic (linux-modules-nvidia-580-open-6.8.0-151-generic: listed, but its file cannot be "
+            "downloaded: 404 Not Found (http://") in text, text
+    assert "6.8.0-151.151_amd64.deb)" in text, text
+    reason = host.file("/var/tmp/fallback-auto.txt").content_string
+    assert reason.startswith("auto: DKMS, because Ubuntu's archive has no prebuilt module package for kernel "
+                             "6.8.0-151-generic (linux-modules-nvidia-580-open-6.8.0-151-generic: listed"), reason
+    # The download left nothing behind: no .deb of it anywhere apt keeps them.
+    assert not host.run("ls /var/cache/apt/archives/ | grep -F 6.8.0-151").stdout
 
 
 def test_debian12_eol_refusal_names_the_variable_and_the_way_out(host):

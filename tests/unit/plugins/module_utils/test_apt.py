@@ -230,3 +230,16 @@ def test_gpg_primary_fingerprints_of_the_ubuntu_keyring():
         '790BC7277767219C42C86F933B4FE6ACC0B21F32', '843938DF228D22F7B3742BC0D94AA3F0EFE21092',
         'F6ECB3762474EDA9D21B7022871920D1991BC93C']
     assert apt.gpg_primary_fingerprints('sub:-:4096:1:X:::\nfpr:::::::::AAAA:\n') == []
+
+
+def test_fetch_error_of_a_listed_package_the_archive_answers_404_for():
+    # Real: noble-updates listed linux-modules-nvidia-580-open-6.8.0-151-generic on 2026-11-25, its file was 404.
+    why = apt.fetch_error(fixture('ubuntu2404-download-404-6.8.0-151.txt'))
+    assert why == ('404 Not Found (http://archive.ubuntu.com/ubuntu/pool/restricted/l/linux-restricted-signatures/'
+                   'linux-modules-nvidia-580-open-6.8.0-151-generic_6.8.0-151.151_amd64.deb)')
+
+
+def test_fetch_error_other_errors_and_none():
+    assert apt.fetch_error('E: Unable to locate package nvidia-nothing\n') == 'Unable to locate package nvidia-nothing'
+    assert apt.fetch_error('Get:1 http://x/y.deb [5 kB]\nFetched 5 kB in 0s\n') == ''
+    assert apt.fetch_error(None) == ''

@@ -142,6 +142,45 @@ def test_prebuilt_for_a_kernel_without_a_package_is_refused_naming_kernel_and_pa
     assert plan['errors'][0].startswith('nvidia_driver_module_build is prebuilt')
 
 
+# The archive's answer for the module package of noble's newest kernel on 2026-11-25 (listed, file 404):
+# tests/fixtures/apt/ubuntu2404-download-404-6.8.0-151.txt, read by apt.fetch_error.
+UNFETCHABLE = {'linux-modules-nvidia-580-open-6.8.0-151-generic':
+               '404 Not Found (http://archive.ubuntu.com/ubuntu/pool/restricted/l/linux-restricted-signatures/'
+               'linux-modules-nvidia-580-open-6.8.0-151-generic_6.8.0-151.151_amd64.deb)'}
+
+
+def _listed_but_404():
+    kernels = ['6.8.0-149-generic', '6.8.0-151-generic']
+    apt = apt_answer(['linux-modules-nvidia-580-open-%s' % k for k in kernels])
+    apt['fetch_errors'] = dict(UNFETCHABLE)
+    return kernels, apt
+
+
+def test_auto_falls_back_to_dkms_when_a_listed_prebuilt_package_cannot_be_downloaded_and_says_why():
+    kernels, apt = _listed_but_404()
+    plan = driver_plan.plan(settings(), os_data('Ubuntu'), facts(kernels=kernels), apt, today=TODAY)
+    assert plan['module_build']['build'] == 'dkms'
+    assert ('kernel 6.8.0-151-generic (linux-modules-nvidia-580-open-6.8.0-151-generic: listed, but its file cannot be '
+            'downloaded: 404 Not Found (http://archive.ubuntu.com/') in plan['module_build']['reason']
+    assert '6.8.0-149' not in plan['module_build']['reason']
+    assert [m['kernel'] for m in plan['module_build']['missing']] == ['6.8.0-151-generic']
+    # Without the download's answer the same index would have said prebuilt (the failure seen before item 5).
+    del apt['fetch_errors']
+    assert driver_plan.plan(settings(), os_data('Ubuntu'), facts(kernels=kernels), apt,
+                            today=TODAY)['module_build']['build'] == 'prebuilt'
+
+
+def test_prebuilt_with_a_listed_package_that_cannot_be_downloaded_is_refused_naming_it_and_the_http_error():
+    kernels, apt = _listed_but_404()
+    plan = driver_plan.plan(settings(module_build='prebuilt'), os_data('Ubuntu'), facts(kernels=kernels), apt,
+                            today=TODAY)
+    assert plan['ok'] is False and plan['module_build']['build'] is None
+    assert plan['errors'][0].startswith('nvidia_driver_module_build is prebuilt')
+    assert 'linux-modules-nvidia-580-open-6.8.0-151-generic: listed, but its file cannot be downloaded: 404 Not Found' \
+        in plan['errors'][0]
+    assert 'Nothing was changed' in plan['errors'][0]
+
+
 @pytest.mark.parametrize('name', ['Debian-12', 'Debian-13', 'RedHat'])
 def test_prebuilt_outside_ubuntu_is_refused(name):
     plan = driver_plan.plan(settings(module_build='prebuilt', source='cuda_repo' if name == 'RedHat' else 'distro'),

@@ -26,6 +26,7 @@ from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'apt')
 POLICY = open(os.path.join(FIXTURES, 'ubuntu2404-policy.txt')).read()
+DOWNLOAD_404 = open(os.path.join(FIXTURES, 'ubuntu2404-download-404-6.8.0-151.txt')).read()
 OWN = 'baremetal-gpu-nvidia-driver.sources'
 NOBLE = {'release': 'noble', 'suite_suffixes': ['', '-updates', '-security'],
          'components': ['main', 'restricted', 'universe', 'multiverse']}
@@ -53,6 +54,9 @@ def node(tmp_path, monkeypatch):
             return 0, 'nvidia-utils-580\n', ''
         if 'policy' in args:
             return 0, POLICY, ''
+        if 'download' in args:
+            # The real answer of the archive for a listed package it does not serve (apt prints it on stdout).
+            return (100, DOWNLOAD_404, '') if args[-1] == 'nvidia-driver-580' else (0, 'Get:1 ... [5 kB]', '')
         return 1, '', 'unexpected'
 
     def get_bin_path(module, name, required=False, opt_dirs=None):
@@ -113,3 +117,29 @@ def test_a_broken_sources_file_fails_clearly(node):
         with pytest.raises(AnsibleFailJson) as result:
             apt_sources_info.main()
     assert 'cannot read the apt sources' in result.value.result['msg']
+
+
+def test_fetch_downloads_only_listed_packages_not_installed_and_reports_those_the_archive_does_not_serve(node):
+    own = str(node['etc'] / 'sources.list.d' / OWN)
+    args = dict(NOBLE, own_file=own, probe=False,
+                packages=['nvidia-utils-580', 'nvidia-driver-580', 'nvidia-dkms-580',
+                          'linux-modules-nvidia-580-open-6.8.0-999-generic'],
+                fetch=['nvidia-utils-580', 'nvidia-driver-580', 'nvidia-dkms-580',
+                       'linux-modules-nvidia-580-open-6.8.0-999-generic', 'not-asked-about'])
+    result = run(args)
+    downloads = [c for c in node['calls'] if 'download' in c]
+    # Installed (nvidia-utils-580), unknown to apt (6.8.0-999) and not among packages: not downloaded.
+    assert [c[-1] for c in downloads] == ['nvidia-driver-580', 'nvidia-dkms-580']
+    assert all(c[:2] == ['/usr/bin/timeout', '300'] and '/usr/bin/apt-get' in c for c in downloads)
+    assert result['changed'] is False
+    assert list(result['fetch_errors']) == ['nvidia-driver-580']
+    assert result['fetch_errors']['nvidia-driver-580'].startswith('404 Not Found (http://archive.ubuntu.com/')
+
+
+def test_fetch_in_the_private_probe_uses_its_apt_state(node):
+    own = str(node['etc'] / 'sources.list.d' / OWN)
+    result = run(dict(NOBLE, own_file=own, packages=['nvidia-driver-580'], fetch=['nvidia-driver-580']))
+    download = [c for c in node['calls'] if 'download' in c][0]
+    assert result['package_source'] == 'private'
+    assert any(a.startswith('Dir::Etc::SourceParts=') for a in download)
+    assert 'nvidia-driver-580' in result['fetch_errors']
