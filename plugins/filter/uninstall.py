@@ -30,7 +30,7 @@ def docker_daemon_restore(data, runtime_name, binary):
     return host_uninstall.docker_daemon_restore(data, runtime_name, binary)
 
 
-def toolkit_packages_to_purge(installed, enabled=True):
+def toolkit_packages_to_purge(installed, enabled=True, recorded=None):
     try:
         enabled = boolean(enabled, strict=True)
     except TypeError as exc:
@@ -39,7 +39,10 @@ def toolkit_packages_to_purge(installed, enabled=True):
     if installed is not None and not isinstance(installed, (dict, list)):
         raise AnsibleFilterError('baremetal.gpu.toolkit_packages_to_purge: expects package_facts (a dict) or a list '
                                  'of names, got %s' % type(installed).__name__)
-    return host_uninstall.toolkit_packages_to_purge(installed, enabled)
+    if recorded is not None and not isinstance(recorded, list):
+        raise AnsibleFilterError('baremetal.gpu.toolkit_packages_to_purge: recorded must be the list of package names '
+                                 'the install recorded, or None; got %s' % type(recorded).__name__)
+    return host_uninstall.toolkit_packages_to_purge(installed, enabled, recorded)
 
 
 class FilterModule(object):

@@ -33,6 +33,8 @@ description:
     carries the node name), shared by the dcgm_exporter and kube_prometheus roles and the verification.
   - V(toolkit_packages), the NVIDIA Container Toolkit's packages, shared by the container_toolkit role and the
     uninstall's plan.
+  - V(toolkit_record), the file where container_toolkit records the toolkit packages it installed (before installing
+    them), read by its uninstall and the uninstall's plan, which purge only those.
 author:
   - baremetal.gpu maintainers (@baremetal-gpu)
 options:
@@ -42,7 +44,7 @@ options:
     type: list
     elements: str
     choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support, dcgm_exporter,
-              node_name, node_names, toolkit_packages]
+              node_name, node_names, toolkit_packages, toolkit_record]
 seealso:
   - plugin: baremetal.gpu.driver_branch_status
     plugin_type: filter
@@ -110,6 +112,7 @@ DATA = {
     'node_name': _node_name,
     'node_names': _node_names,
     'toolkit_packages': lambda variables, templar: list(support.TOOLKIT_PACKAGES),
+    'toolkit_record': lambda variables, templar: support.TOOLKIT_RECORD,
 }
 
 

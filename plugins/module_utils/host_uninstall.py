@@ -146,10 +146,12 @@ def docker_daemon_restore(data, runtime_name, binary):
     return {'changed': bool(removed), 'content': new, 'empty': not new, 'removed': removed}
 
 
-def toolkit_packages_to_purge(installed, enabled=True):
-    """The toolkit packages (support.TOOLKIT_PACKAGES, in that order) that are installed, when ``enabled``
-    (container_toolkit_uninstall_packages); ``installed`` is package_facts' dict or a list of names."""
-    if not enabled:
+def toolkit_packages_to_purge(installed, enabled=True, recorded=None):
+    """The toolkit packages (support.TOOLKIT_PACKAGES, in that order) that are installed and that the role installed
+    (``recorded``: the names container_toolkit's install recorded on the node before installing them; None, no record:
+    none is known to be the role's), when ``enabled`` (container_toolkit_uninstall_packages); ``installed`` is
+    package_facts' dict or a list of names. A toolkit the node had before the role came is never in the record."""
+    if not enabled or recorded is None:
         return []
-    names = set(installed or [])
+    names = set(installed or []) & set(recorded)
     return [name for name in TOOLKIT_PACKAGES if name in names]

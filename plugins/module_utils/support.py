@@ -35,6 +35,9 @@ RUNTIME_CLASS_VARIABLE = 'baremetal_gpu_runtime_class_name'
 # installed to tell whether taking the toolkit off disrupts the node).
 TOOLKIT_PACKAGES = ('nvidia-container-toolkit', 'nvidia-container-toolkit-base', 'libnvidia-container-tools',
                     'libnvidia-container1')
+# Where container_toolkit records the toolkit packages it installed (before installing them); its uninstall and the
+# uninstall plan purge only those.
+TOOLKIT_RECORD = '/var/lib/baremetal-gpu/container_toolkit/installed.json'
 # Runtime names containerd and CRI-O already use for something else: never the NVIDIA runtime's.
 BUILTIN_RUNTIMES = ('runc', 'crun', 'runsc', 'kata', 'kata-containers', 'youki', 'gvisor', 'default')
 _DNS_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')

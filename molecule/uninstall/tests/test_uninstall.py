@@ -145,6 +145,16 @@ def test_runtime_state_outside_etc(node):
         assert h.file("/etc/containerd/config.toml").content_string == handle.read()
 
 
+@pytest.mark.parametrize("node", NODES)
+def test_the_users_own_toolkit_package_stays(node):
+    """Issue 18 item 4: the toolkit package the node had before the collection (prepare's stand-in, a real dpkg
+    package) is not in container_toolkit's record, so the uninstall leaves it."""
+    h = host(node)
+    assert h.run("dpkg-query --show --showformat='${Version} ${db:Status-Abbrev}' libnvidia-container1").stdout \
+        .strip() == "1.17.8-1 ii"
+    assert not h.file("/var/lib/baremetal-gpu/container_toolkit").exists
+
+
 def test_check_mode_after_the_uninstall_reports_no_change():
     env = dict(os.environ, ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
     res = subprocess.run(["ansible-playbook", "-i", INVENTORY, os.path.join(PROJECT, "playbooks", "uninstall.yml"), "--check"],
