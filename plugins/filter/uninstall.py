@@ -45,12 +45,20 @@ def toolkit_packages_to_purge(installed, enabled=True, recorded=None):
     return host_uninstall.toolkit_packages_to_purge(installed, enabled, recorded)
 
 
+def dkms_builds_to_remove(builds, versions):
+    if not isinstance(builds, list) or not isinstance(versions or {}, dict):
+        raise AnsibleFilterError('baremetal.gpu.dkms_builds_to_remove: expects the DKMS builds (a list) and the '
+                                 'versions of apt_history_installed (a dict)')
+    return host_uninstall.dkms_builds_to_remove(builds, versions)
+
+
 class FilterModule(object):
 
     def filters(self):
         return {
             'apt_history_installed': apt_history_installed,
             'containerd_config_restore': containerd_config_restore,
+            'dkms_builds_to_remove': dkms_builds_to_remove,
             'docker_daemon_restore': docker_daemon_restore,
             'toolkit_packages_to_purge': toolkit_packages_to_purge,
         }

@@ -55,14 +55,27 @@ def history_packages(value):
     return [match.group(1) for match in _PKG.finditer(value or '')]
 
 
+def history_versions(value):
+    """{name: version} of an Install:/Upgrade:/... value ("name:arch (version[, automatic])"; for an upgrade,
+    "old, new": the new one)."""
+    out = {}
+    for match in _PKG.finditer(value or ''):
+        words = [w.strip() for w in match.group(2).split(',') if w.strip() and w.strip() != 'automatic']
+        if words:
+            out[match.group(1)] = words[-1]
+    return out
+
+
 def apt_history_installed(text, commandline_regex):
     """Packages that apt transactions whose Commandline matches ``commandline_regex`` installed, and that
     no later transaction removed or installed again on its own (then they are someone else's).
 
-    Returns a dict: packages (sorted names), transactions (how many matched), first/last (their Start-Date).
+    Returns a dict: packages (sorted names), versions ({name: every version the matching transactions installed or
+    upgraded it to}), transactions (how many matched), first/last (their Start-Date).
     """
     pattern = re.compile(commandline_regex)
     ours = set()
+    versions = {}
     matched = []
     for entry in history_entries(text):
         installed = history_packages(entry.get('Install')) + history_packages(entry.get('Reinstall'))
@@ -70,11 +83,43 @@ def apt_history_installed(text, commandline_regex):
         if pattern.search(entry.get('Commandline', '')):
             matched.append(entry.get('Start-Date', ''))
             ours.update(installed)
+            for key in ('Install', 'Reinstall', 'Upgrade', 'Downgrade'):
+                for name, version in history_versions(entry.get(key)).items():
+                    versions.setdefault(name, [])
+                    if version not in versions[name]:
+                        versions[name].append(version)
         else:
             ours.difference_update(installed)
         ours.difference_update(gone)
-    return {'packages': sorted(ours), 'transactions': len(matched),
+    return {'packages': sorted(ours), 'versions': versions, 'transactions': len(matched),
             'first': matched[0] if matched else '', 'last': matched[-1] if matched else ''}
+
+
+def _upstream(version):
+    """The upstream part of a Debian version: no epoch, no revision (580.178.04-0ubuntu0.24.04.1 -> 580.178.04)."""
+    return re.sub(r'-[^-]*$', '', re.sub(r'^[0-9]+:', '', version or ''))
+
+
+def dkms_builds_to_remove(builds, versions):
+    """Of the NVIDIA DKMS builds a purge left in /var/lib/dkms (gpu_node_facts' driver_dkms_modules: module, version,
+    kernel), those of the role: their version is the upstream version of a DKMS package the role's own apt
+    transactions installed (``versions``: apt_history_installed's). Another build (a .run installer's, someone
+    else's package) stays.
+
+    Returns a dict: remove (paths under /var/lib/dkms: the module's whole directory when none of its builds stays,
+    else "module/version") and keep ("module/version"), each sorted.
+    """
+    ours = set()
+    for name, seen in (versions or {}).items():
+        if 'dkms' in name:
+            ours.update(_upstream(v) for v in seen)
+    mine, keep = set(), set()
+    for build in builds or []:
+        key = (build.get('module', ''), build.get('version', ''))
+        (mine if build.get('version') in ours else keep).add(key)
+    kept_modules = set(module for module, _version in keep)
+    remove = set(module if module not in kept_modules else '%s/%s' % (module, version) for module, version in mine)
+    return {'remove': sorted(remove), 'keep': sorted('%s/%s' % k for k in keep)}
 
 
 def _imports_line(entries):

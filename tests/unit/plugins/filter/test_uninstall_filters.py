@@ -34,8 +34,8 @@ def test_installed_and_recorded_toolkit_packages_in_the_support_order():
 
 def test_a_toolkit_the_node_had_before_the_role_is_never_purged():
     # The node had libnvidia-container1 when the role came: the install recorded only what it added.
-    assert uninstall.toolkit_packages_to_purge(PACKAGES, True, ['nvidia-container-toolkit', 'nvidia-container-toolkit-base',
-                                                                 'libnvidia-container-tools']) == [
+    recorded = ['nvidia-container-toolkit', 'nvidia-container-toolkit-base', 'libnvidia-container-tools']
+    assert uninstall.toolkit_packages_to_purge(PACKAGES, True, recorded) == [
         'nvidia-container-toolkit', 'nvidia-container-toolkit-base']
     # No record at all (installed by hand, or by a release older than the record): nothing is the role's.
     assert uninstall.toolkit_packages_to_purge(PACKAGES) == []

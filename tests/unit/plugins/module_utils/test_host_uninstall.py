@@ -141,11 +141,15 @@ def test_history_synthetic_order_and_ownership():
     """Sorted by date; gcc installed again by the user is theirs; dkms removed later is gone; upgrades do not count."""
     found = host_uninstall.apt_history_installed(SYNTHETIC, ROLE)
     assert found == {'packages': ['nvidia-driver'], 'transactions': 1,
-                     'first': '2026-11-23  09:00:00', 'last': '2026-11-23  09:00:00'}
+                     'first': '2026-11-23  09:00:00', 'last': '2026-11-23  09:00:00',
+                     # Every version the role's transactions installed or upgraded to (an upgrade: the new one).
+                     'versions': {'nvidia-driver': ['535.261.03-1~deb12u1'], 'dkms': ['3.0.10-8+deb12u1'],
+                                  'gcc': ['4:12.2.0-3'], 'initramfs-tools': ['0.142+deb12u1']}}
 
 
 def test_history_empty():
-    assert host_uninstall.apt_history_installed('', ROLE) == {'packages': [], 'transactions': 0, 'first': '', 'last': ''}
+    assert host_uninstall.apt_history_installed('', ROLE) == {'packages': [], 'versions': {}, 'transactions': 0,
+                                                              'first': '', 'last': ''}
 
 
 def test_history_real_ubuntu2404_host_layer():
@@ -171,3 +175,33 @@ def test_history_real_after_the_uninstall_leaves_nothing_of_the_role(node, modul
     # Without the purge entry the same log names what the role installed, the module package among them.
     before_purge = text[:text.index('Commandline: apt-get purge')]
     assert module in host_uninstall.apt_history_installed(before_purge, ROLE)['packages']
+
+
+# ---- DKMS builds left after the purge: the role's, by the version its own transactions installed ----
+
+def test_dkms_builds_of_the_roles_version_go_and_another_build_stays():
+    """Real history (Debian 12: the role installed nvidia-kernel-dkms 535.261.03-1); the builds are gpu_node_facts'
+    shape. A .run installer's build of another version, of another module name or of the same one, stays."""
+    versions = host_uninstall.apt_history_installed(fixture('apt', 'history-debian12-host-layer-uninstalled.log'),
+                                                    ROLE)['versions']
+    assert versions['nvidia-kernel-dkms'] == ['535.261.03-1']
+    builds = [{'module': 'nvidia-current', 'version': '535.261.03', 'kernel': '6.1.0-41-amd64', 'arch': 'x86_64'},
+              {'module': 'nvidia', 'version': '580.95.05', 'kernel': '6.1.0-41-amd64', 'arch': 'x86_64'}]
+    assert host_uninstall.dkms_builds_to_remove(builds, versions) == {'remove': ['nvidia-current'],
+                                                                      'keep': ['nvidia/580.95.05']}
+    same_module = [{'module': 'nvidia-current', 'version': '535.261.03', 'kernel': 'k'},
+                   {'module': 'nvidia-current', 'version': '550.163.01', 'kernel': 'k'}]
+    assert host_uninstall.dkms_builds_to_remove(same_module, versions) == {'remove': ['nvidia-current/535.261.03'],
+                                                                           'keep': ['nvidia-current/550.163.01']}
+    # No record of the role's DKMS package (installed by someone else): every build stays.
+    assert host_uninstall.dkms_builds_to_remove(builds, {'nvidia-driver': ['535.261.03-1']}) == {
+        'remove': [], 'keep': ['nvidia-current/535.261.03', 'nvidia/580.95.05']}
+    assert host_uninstall.dkms_builds_to_remove([], versions) == {'remove': [], 'keep': []}
+
+
+def test_history_versions_of_install_and_upgrade_values():
+    assert host_uninstall.history_versions('nvidia-dkms-580-open:amd64 (580.178.04-0ubuntu0.24.04.1), '
+                                           'dkms:amd64 (3.0.11-1ubuntu13, automatic)') == {
+        'nvidia-dkms-580-open': '580.178.04-0ubuntu0.24.04.1', 'dkms': '3.0.11-1ubuntu13'}
+    assert host_uninstall.history_versions('initramfs-tools:amd64 (0.142, 0.142+deb12u1)') == {
+        'initramfs-tools': '0.142+deb12u1'}
