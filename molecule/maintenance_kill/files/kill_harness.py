@@ -42,7 +42,8 @@ CANDIDATES = [
 EXTRA = {'gpu_nodes.yml': ['--skip-tags', 'container_toolkit,rke2_nvidia_runtime']}
 
 
-# The phases every seed covers (the "inside enter, change, reboot decision, leave"; RKE2 restart: no RKE2 here).
+# The phases every seed covers (the "inside enter, change, reboot decision, leave"; RKE2 restart: no RKE2 here,
+# killed in molecule/rke2_nvidia_runtime against its stand-in RKE2 instead).
 PHASES = {'day 1': (0, 1, 2), 'enter': (3, 4), 'change': (5, 6), 'reboot decision': (7,), 'leave': (9, 10)}
 
 

@@ -6,7 +6,9 @@ exactly the template, and the template is removed again once RKE2 detects the ru
 """
 import json
 import os
+import signal
 import subprocess
+import threading
 
 import testinfra.utils.ansible_runner
 
@@ -156,3 +158,86 @@ def test_generated_config_version_4(host):
     flat = " ".join(out2.split())
     assert rc2 != 0 and "is containerd config version 4 (containerd 2.3 and later)" in flat, out2[-3000:]
     assert "changed nothing" in flat
+
+
+# ---- Kill tests (issue 18): an RKE2 restart must not be lost when the run is killed -----------------------------
+# The role records the restart a configuration change needs BEFORE making the change
+# (/var/lib/baremetal-gpu/rke2_nvidia_runtime/restart-pending.json) and clears it after the restart. Each test
+# kill -9s the whole ansible-playbook process group when a task starts (its line printed, plus a delay), then
+# reruns: RKE2 must be restarted after the change, the record gone, and a further run must change nothing.
+PENDING = "/var/lib/baremetal-gpu/rke2_nvidia_runtime/restart-pending.json"
+DROPIN = "/etc/rancher/rke2/config.yaml.d/50-baremetal-gpu-default-runtime.yaml"
+DECIDE = "TASK [baremetal.gpu.rke2_nvidia_runtime : Service | Decide whether RKE2 must restart"
+RESTART = "TASK [baremetal.gpu.rke2_nvidia_runtime : Service | Restart RKE2"
+
+
+def play_killed(extra_vars, marker, delay):
+    """scenario_play.yml, kill -9'd (process group) ``delay`` s after a line starting with ``marker``."""
+    env = dict(os.environ, ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    cmd = ["ansible-playbook", "-i", INVENTORY, os.path.join(HERE, "scenario_play.yml"), "-e", json.dumps(extra_vars)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+    lines, timer = [], None
+    for line in proc.stdout:
+        lines.append(line)
+        if timer is None and line.startswith(marker):
+            timer = threading.Timer(delay, os.killpg, (proc.pid, signal.SIGKILL))
+            timer.start()
+    rc = proc.wait(timeout=600)
+    return rc, "".join(lines), timer is not None
+
+
+def invocation(host):
+    return host.run("systemctl show -p InvocationID --value rke2-server").stdout.strip()
+
+
+def kill_then_rerun(host, extra_vars, marker, delay):
+    before = invocation(host)
+    rc, out, reached = play_killed(extra_vars, marker, delay)
+    print("kill point: %r + %s s; run rc %s" % (marker, delay, rc))
+    assert reached and rc == -signal.SIGKILL, out[-3000:]
+    # The change was recorded before it was made; the record is still there after the kill.
+    assert host.file(PENDING).exists, out[-3000:]
+    state_at_kill = host.run("systemctl is-active rke2-server").stdout.strip()
+    rc, out = play(extra_vars)
+    assert rc == 0, out[-4000:]
+    assert host.service("rke2-server").is_running
+    assert invocation(host) != before, "RKE2 was not restarted after the killed run's change"
+    assert not host.file(PENDING).exists
+    rc, again = play(extra_vars)
+    flat = " ".join(again.split())
+    assert rc == 0 and "No restart:" in flat and "changed=0" in flat, again[-3000:]
+    return state_at_kill, out
+
+
+def test_kill_between_the_option_change_and_the_restart(host):
+    """The default-runtime option written, RKE2 not restarted yet: the next run restarts it (from the record)."""
+    assert not host.file(PENDING).exists
+    host.run_expect([0], "rm -f %s && systemctl restart rke2-server" % DROPIN)
+    before = invocation(host)
+    rc, out, reached = play_killed({"rke2_nvidia_runtime_default_runtime": True}, DECIDE, 0)
+    assert reached and rc == -signal.SIGKILL, out[-3000:]
+    # Killed after the change and before the restart: the option is there, RKE2 still runs with the old one.
+    assert host.file(DROPIN).exists and invocation(host) == before
+    record = json.loads(host.file(PENDING).content_string)
+    assert record["reasons"] == ["the default-runtime option changes"], record
+    rc, out = play({"rke2_nvidia_runtime_default_runtime": True})
+    flat = " ".join(out.split())
+    assert rc == 0 and "a restart recorded by an earlier run that stopped before it" in flat, out[-4000:]
+    assert invocation(host) != before and not host.file(PENDING).exists
+    rc, again = play({"rke2_nvidia_runtime_default_runtime": True})
+    assert rc == 0 and "No restart:" in " ".join(again.split()), again[-3000:]
+
+
+def test_kill_during_the_restart(host):
+    """Killed while systemd restarts RKE2 (the stand-in's stop takes 3 s): the next run restarts it again."""
+    host.run_expect([0], "mkdir -p /etc/systemd/system/rke2-server.service.d && printf '[Service]\\nExecStopPost=/bin/sleep 3\\n'"
+                         " > /etc/systemd/system/rke2-server.service.d/slow-stop.conf && systemctl daemon-reload")
+    try:
+        # The option goes again (the inventory without it): the removal needs a restart too.
+        state, out = kill_then_rerun(host, {"rke2_nvidia_runtime_default_runtime": False}, RESTART, 1)
+    finally:
+        host.run("rm -rf /etc/systemd/system/rke2-server.service.d && systemctl daemon-reload")
+    print("rke2-server when the run was killed: %s" % state)
+    assert not host.file(DROPIN).exists
+    assert "a restart recorded by an earlier run that stopped before it" in " ".join(out.split()), out[-4000:]
