@@ -154,7 +154,7 @@ produced_nodes() {
 producer_of() {
   case $1 in
     upgrade_driver | maintenance_kill | execution_environment) echo nvidia_driver ;;
-    uninstall) echo "nvidia_driver nvidia_driver_debian12" ;;
+    uninstall | nvidia_driver_next_kernel) echo "nvidia_driver nvidia_driver_debian12" ;;
   esac
 }
 converged_image() { echo "localhost/baremetal-gpu-converged-$1:$RUN_TAG"; }
@@ -295,7 +295,7 @@ molecule_stage() {
   # in name order.
   # ci18 (beside stress-ng): jammy, started late, was the tail; the DKMS scenarios now come before the consumers'
   # second half, and the short scenarios fill the end.
-  LANE_ORDER="nvidia_driver nvidia_driver_debian12 container_toolkit nvidia_driver_releases upgrade_driver nvidia_driver_jammy uninstall maintenance_kill execution_environment rke2_nvidia_runtime gpu_nodes_batching nvidia_driver_switch nvidia_driver_mismatch preflight"
+  LANE_ORDER="nvidia_driver nvidia_driver_debian12 container_toolkit nvidia_driver_releases upgrade_driver nvidia_driver_jammy nvidia_driver_next_kernel uninstall maintenance_kill execution_environment rke2_nvidia_runtime gpu_nodes_batching nvidia_driver_switch nvidia_driver_mismatch preflight"
   ordered=()
   for s in $LANE_ORDER; do
     for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done

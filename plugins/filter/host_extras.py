@@ -47,6 +47,10 @@ def prebuilt_flavour_packages(flavours, branch, server=False, open_modules=False
     return kernel_guard.flavour_packages(flavours or [], str(branch), bool(server), bool(open_modules))
 
 
+def headers_flavour_packages(flavours):
+    return kernel_guard.headers_flavour_packages(flavours or [])
+
+
 def dkms_autoinstall_problems(dkms_conf_text, hook_present):
     return kernel_guard.dkms_autoinstall(bool(hook_present), dkms_conf_text)
 
@@ -62,5 +66,6 @@ class FilterModule(object):
             'nvidia_params_mismatches': nvidia_params_mismatches,
             'kernel_module_guard': kernel_module_guard,
             'prebuilt_flavour_packages': prebuilt_flavour_packages,
+            'headers_flavour_packages': headers_flavour_packages,
             'dkms_autoinstall_problems': dkms_autoinstall_problems,
         }

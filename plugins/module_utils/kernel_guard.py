@@ -24,12 +24,21 @@ from ansible_collections.baremetal.gpu.plugins.module_utils import dkms as dkmsl
 # Flavours Ubuntu builds prebuilt NVIDIA modules for are named like the kernel metapackage's flavour
 # (generic, generic-hwe-24.04, lowlatency, ...); Debian's flavours (amd64, cloud-amd64) have none.
 PREBUILT_TEMPLATE = 'linux-modules-nvidia-{branch}{server}{open}-{flavour}'
+# DKMS builds for a kernel whose headers are installed: the headers metapackage of each flavour
+# (linux-headers-amd64 beside linux-image-amd64, linux-headers-generic, linux-headers-virtual) moves with the kernel
+# metapackage, so the next kernel's headers come in the same upgrade and DKMS's hook builds the module for it.
+HEADERS_TEMPLATE = 'linux-headers-{flavour}'
 
 
 def flavour_packages(flavours, branch, server, open_modules):
     """The prebuilt module metapackage of each kernel flavour: linux-modules-nvidia-<B>[-server][-open]-<flavour>."""
     return [PREBUILT_TEMPLATE.format(branch=branch, server='-server' if server else '', open='-open' if open_modules else '',
                                      flavour=f) for f in flavours or []]
+
+
+def headers_flavour_packages(flavours):
+    """The headers metapackage of each kernel flavour (DKMS path): linux-headers-<flavour>."""
+    return [HEADERS_TEMPLATE.format(flavour=f) for f in flavours or []]
 
 
 def guard(results, kernels, next_boot, kmod):
@@ -39,11 +48,18 @@ def guard(results, kernels, next_boot, kmod):
     with (kernels that have one), without (kernels that have none), next_boot, next_boot_ok (False only when
     the next-boot kernel is known and has no module), message (one sentence naming the kernels).
     """
-    by_kernel = dict((r.get('item'), r) for r in results or [])
+    by_kernel = {}
+    for result in results or []:
+        # An item is the kernel, or [kernel, module name] when several names were asked (playbooks/verify.yml asks
+        # for nvidia and Debian's nvidia-current): the one modinfo found wins.
+        item = result.get('item')
+        kernel, name = (item[0], item[1]) if isinstance(item, (list, tuple)) else (item, kmod)
+        if kernel not in by_kernel or (result.get('rc') == 0 and by_kernel[kernel][0].get('rc') != 0):
+            by_kernel[kernel] = (result, name)
     rows = []
     for kernel in kernels or []:
-        result = by_kernel.get(kernel) or {}
-        row = {'kernel': kernel, 'module': False, 'version': '', 'filename': '', 'signer': ''}
+        result, name = by_kernel.get(kernel) or ({}, kmod)
+        row = {'kernel': kernel, 'module': False, 'kmod': name, 'version': '', 'filename': '', 'signer': ''}
         if result.get('rc') == 0:
             fields = dkmslib.parse_modinfo(result.get('stdout'))
             row.update(module=True, version=fields.get('version') or '', filename=fields.get('filename') or '',
@@ -52,7 +68,7 @@ def guard(results, kernels, next_boot, kmod):
     have = [r['kernel'] for r in rows if r['module']]
     lack = [r['kernel'] for r in rows if not r['module']]
     ok = not next_boot or next_boot in have
-    parts = ['%s: %s' % (r['kernel'], ('%s %s' % (kmod, r['version'])) if r['module'] else 'NO %s module' % kmod)
+    parts = ['%s: %s' % (r['kernel'], ('%s %s' % (r['kmod'], r['version'])) if r['module'] else 'NO %s module' % kmod)
              for r in rows]
     message = '; '.join(parts) or 'no installed kernel'
     if next_boot:

@@ -533,10 +533,11 @@ def gather(root, run, which, running_kernel, sections=SECTIONS, lspci_text=None)
     if 'kernels' in sections:
         facts.update(kernels(root, running_kernel))
         facts['running_kernel_is_host'] = facts['container']
+        facts.update(kernel_packages(root, run, facts['installed_kernels']))
     if 'driver' in sections:
         facts.update(driver(root, run, which))
-        installed = facts['installed_kernels'] if 'installed_kernels' in facts else kernels(root, running_kernel)['installed_kernels']
-        facts.update(kernel_packages(root, run, installed))
+        if 'kernels' not in sections:
+            facts.update(kernel_packages(root, run, kernels(root, running_kernel)['installed_kernels']))
     if 'rke2' in sections:
         facts.update(rke2(root, run))
     if 'runtimes' in sections:

@@ -35,7 +35,8 @@ options:
         the NVSwitches and the system kind (PCIe, or HGX with NVSwitch).
       - V(modules), nouveau and the loaded NVIDIA driver (version, open or proprietary).
       - V(secure_boot), from the C(SecureBoot) EFI variable first and C(mokutil --sb-state) second.
-      - V(kernels), the installed kernels (an image in C(/boot) and a modules directory) and their headers.
+      - V(kernels), the installed kernels (an image in C(/boot) and a modules directory) and their headers, the kernel
+        metapackages with their flavours, and the kernel the node boots next (also read with V(driver)).
       - V(driver), the driver packages, DKMS builds, C(nvidia-smi) and a C(.run) installer's traces.
       - V(runtimes), the container runtimes on E(PATH) and RKE2's embedded containerd, with their versions.
       - V(rke2), the RKE2 binary, version, units and this node's role (server or agent).

@@ -20,7 +20,7 @@ FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures')
 def test_filters_are_registered():
     assert sorted(host_extras.FilterModule().filters()) == [
         'apt_known_packages', 'dkms_autoinstall_problems', 'fabric_manager_decision', 'fabric_manager_pins',
-        'kernel_module_guard', 'nvidia_module_params', 'nvidia_params_mismatches', 'prebuilt_flavour_packages']
+        'headers_flavour_packages', 'kernel_module_guard', 'nvidia_module_params', 'nvidia_params_mismatches', 'prebuilt_flavour_packages']
 
 
 def test_decision_refuses_non_dict_facts():
@@ -56,6 +56,7 @@ def test_apt_known_packages_on_the_real_policy_capture():
 
 def test_guard_and_flavour_filters():
     assert host_extras.prebuilt_flavour_packages(['generic'], 580, False, True) == ['linux-modules-nvidia-580-open-generic']
+    assert host_extras.headers_flavour_packages(None) == []
     got = host_extras.kernel_module_guard([], ['6.8.0-151-generic'], '6.8.0-151-generic', 'nvidia')
     assert got['next_boot_ok'] is False
     assert host_extras.dkms_autoinstall_problems('AUTOINSTALL=yes', True) == []

@@ -49,10 +49,38 @@ def test_guard_debian_module_name():
     assert 'NO nvidia-current module' in got['message'] and not got['next_boot_ok']
 
 
+def test_guard_takes_the_module_name_modinfo_found():
+    # playbooks/verify.yml asks modinfo for both names on every kernel (items [kernel, name]); on Debian 12 only
+    # nvidia-current answers (the real capture), "nvidia" is not found (as on that node).
+    kernel = '6.1.0-50-amd64'
+    results = [{'item': [kernel, 'nvidia'], 'rc': 1, 'stdout': '', 'stderr': 'modinfo: ERROR: Module nvidia not found.'},
+               {'item': [kernel, 'nvidia-current'], 'rc': 0, 'stderr': '',
+                'stdout': modinfo('debian12-modinfo-nvidia-current-535-dkms.txt')},
+               {'item': ['6.1.0-56-amd64', 'nvidia'], 'rc': 1, 'stdout': '', 'stderr': 'not found'},
+               {'item': ['6.1.0-56-amd64', 'nvidia-current'], 'rc': 1, 'stdout': '', 'stderr': 'not found'}]
+    got = kernel_guard.guard(results, [kernel, '6.1.0-56-amd64'], '6.1.0-56-amd64', 'nvidia')
+    assert got['rows'][0]['module'] and got['rows'][0]['kmod'] == 'nvidia-current'
+    assert got['rows'][0]['signer'] == 'baremetal.gpu molecule test MOK'
+    assert got['rows'][0]['filename'] == '/lib/modules/6.1.0-50-amd64/updates/dkms/nvidia-current.ko'
+    assert got['without'] == ['6.1.0-56-amd64'] and got['next_boot_ok'] is False
+    assert got['message'].startswith('6.1.0-50-amd64: nvidia-current 535.261.03; 6.1.0-56-amd64: NO nvidia module.')
+    # Found first, then not found under the other name: the found one stays.
+    got = kernel_guard.guard(list(reversed(results)), [kernel], kernel, 'nvidia')
+    assert got['with'] == [kernel] and got['next_boot_ok'] is True
+
+
 def test_flavour_packages():
     assert kernel_guard.flavour_packages(['generic', 'generic-hwe-24.04'], '580', False, True) == [
         'linux-modules-nvidia-580-open-generic', 'linux-modules-nvidia-580-open-generic-hwe-24.04']
     assert kernel_guard.flavour_packages(['generic'], '580', True, False) == ['linux-modules-nvidia-580-server-generic']
+
+
+def test_headers_flavour_packages():
+    # The flavours node_facts.kernel_packages reads from Debian 12 (linux-image-amd64) and Ubuntu (linux-generic,
+    # linux-image-virtual): the headers metapackage of each, which brings the next kernel's headers.
+    assert kernel_guard.headers_flavour_packages(['amd64']) == ['linux-headers-amd64']
+    assert kernel_guard.headers_flavour_packages(['generic', 'virtual']) == ['linux-headers-generic', 'linux-headers-virtual']
+    assert kernel_guard.headers_flavour_packages([]) == []
 
 
 def test_dkms_autoinstall():
