@@ -242,13 +242,19 @@ def plan(settings, os_data, facts, apt=None, today=None):
                          ', or use Canonical\'s signed prebuilt modules (nvidia_driver_module_build: prebuilt)'
                          if prebuilt_possible else ''))
 
-    # Signing needs mokutil and openssl from the node's sources (the role installs them): asked of apt with the
-    # driver's packages, refused before any change when apt has neither a candidate nor an installed version. Only
-    # an answer from the node's own lists tells (package_source "node"): a private probe of the components still to be
-    # added (a first run) does not see the main component that carries them, so it is no answer for them.
+    # Signing needs mokutil and openssl from the node's sources (the role installs them): refused before any change
+    # when apt has neither a candidate nor an installed version. Only the node's own lists tell: the answer about the
+    # driver's packages when it came from them (package_source "node"), else apt_sources_info's node_packages (a
+    # private probe of the components still to be added, a first run, does not see the main component that carries
+    # them). Without either answer nothing is refused.
     sign_tools = [os_data.get('mokutil_package') or 'mokutil', 'openssl'] if mode == 'sign' else []
-    missing_tools = [t for t in sign_tools
-                     if apt is not None and (apt.get('package_source') or 'node') == 'node' and not _known(apt, t)]
+    node_answer = None
+    if apt is not None and (apt.get('package_source') or 'node') == 'node':
+        node_answer = apt
+    elif apt is not None and isinstance(apt.get('node_packages'), dict) and all(
+            t in apt['node_packages'] for t in sign_tools):
+        node_answer = {'packages': apt['node_packages']}
+    missing_tools = [t for t in sign_tools if node_answer is not None and not _known(node_answer, t)]
     if out['secure_boot']['sign'] and missing_tools:
         errors.append('nvidia_driver_secure_boot is sign, but apt cannot install %s on this node (no candidate in its '
                       'sources): the module could not be signed. Nothing was changed. Enable the component that carries '

@@ -84,6 +84,16 @@ options:
     type: list
     elements: str
     default: []
+  node_packages:
+    description:
+      - Packages asked of the node's own apt lists (C(apt-cache policy), read-only) whatever O(probe) does. These are
+        packages the node's present sources carry, which a private probe of the lacking entries alone does not see
+        (the Secure Boot signing tools C(mokutil) and C(openssl) from the main component on a first run). The result
+        is RV(node_packages).
+    type: list
+    elements: str
+    default: []
+    version_added: 0.4.0
 notes:
   - The private probe uses C(-o Dir::Etc::SourceList), C(Dir::Etc::SourceParts), C(Dir::State::Lists) and C(Dir::Cache)
     pointing into a temporary directory; the installed state comes from the node's dpkg status as usual.
@@ -150,6 +160,13 @@ held:
   returned: always
   type: list
   elements: str
+node_packages:
+  description: What the node's own apt lists know about each of O(node_packages); one the lists do not know has no
+    installed version, no candidate and no versions.
+  returned: always
+  type: dict
+  sample: {"mokutil": {"installed": null, "candidate": "0.6.0-2build3", "versions": ["0.6.0-2build3"]}}
+  version_added: 0.4.0
 fetch_errors:
   description: Of O(fetch), the packages whose file could not be downloaded, with why (the HTTP status and the URL).
   returned: always
@@ -246,6 +263,7 @@ def main():
             probe=dict(type='bool', default=True),
             timeout=dict(type='int', default=300),
             fetch=dict(type='list', elements='str', default=[]),
+            node_packages=dict(type='list', elements='str', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -280,11 +298,21 @@ def main():
                                  stdout=out, stderr=err)
             packages, source = aptlib.parse_policy(out), 'node'
             fetch_failed = fetch_errors(module, [], fetch, packages, params['timeout'])
+    node_packages = {}
+    if params['node_packages']:
+        cmd = [module.get_bin_path('apt-cache', required=True), 'policy'] + params['node_packages']
+        rc, out, err = module.run_command(cmd, environ_update=ENV)
+        if rc != 0:
+            module.fail_json(msg='apt-cache policy failed (rc %d): %s' % (rc, err.strip()), cmd=cmd, rc=rc,
+                             stdout=out, stderr=err)
+        known = aptlib.parse_policy(out)
+        node_packages = dict((name, known.get(name) or {'installed': None, 'candidate': None, 'versions': []})
+                             for name in params['node_packages'])
     rc, out, err = module.run_command([module.get_bin_path('apt-mark', required=True), 'showhold'], environ_update=ENV)
     held = aptlib.parse_showhold(out) if rc == 0 else []
     module.exit_json(changed=False, files=files, mirrors=result['mirrors'], missing=missing,
                      deb822=aptlib.render_deb822(missing), in_place=in_place, packages=packages,
-                     package_source=source, held=held, fetch_errors=fetch_failed)
+                     package_source=source, held=held, fetch_errors=fetch_failed, node_packages=node_packages)
 
 
 if __name__ == '__main__':

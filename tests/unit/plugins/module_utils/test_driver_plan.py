@@ -226,6 +226,18 @@ def test_sign_without_the_signing_tools_in_the_sources_is_refused_before_any_cha
     probe = dict(apt, package_source='private')
     assert driver_plan.plan(settings(module_build='dkms', secure_boot='sign'), os_data('Ubuntu'),
                             facts(secure_boot='enabled'), probe, today=TODAY)['ok'] is True
+    # ... but apt_sources_info's node_packages (the node's own lists, asked beside the probe) answer for them: no
+    # mokutil there (the module lists every name asked, an unknown one with neither version) refuses before any change.
+    unknown = {'installed': None, 'candidate': None, 'versions': []}
+    node_lists = dict(probe, node_packages={'mokutil': unknown,
+                                            'openssl': {'installed': '3.0.13-0ubuntu3.5', 'candidate': '3.0.13-0ubuntu3.5',
+                                                        'versions': ['3.0.13-0ubuntu3.5']}})
+    refused = driver_plan.plan(settings(module_build='dkms', secure_boot='sign'), os_data('Ubuntu'),
+                               facts(secure_boot='enabled'), node_lists, today=TODAY)
+    assert refused['ok'] is False and refused['errors'] == plan['errors']
+    node_lists['node_packages']['mokutil'] = {'installed': None, 'candidate': '0.6.0-2build3', 'versions': ['0.6.0-2build3']}
+    assert driver_plan.plan(settings(module_build='dkms', secure_boot='sign'), os_data('Ubuntu'),
+                            facts(secure_boot='enabled'), node_lists, today=TODAY)['ok'] is True
     # Prebuilt modules need no signing tools; without apt's answer (the first plan) nothing is refused yet.
     assert driver_plan.plan(settings(secure_boot='sign'), os_data('Ubuntu'), facts(secure_boot='enabled'),
                             apt_answer(['linux-modules-nvidia-580-open-6.8.0-149-generic']), today=TODAY)['ok'] is True

@@ -105,6 +105,18 @@ def test_entries_in_place_use_the_nodes_lists(node):
     assert ['/usr/bin/apt-cache', 'policy', 'nvidia-utils-580'] in node['calls']
 
 
+def test_node_packages_are_asked_of_the_nodes_lists_beside_the_private_probe(node):
+    # A first run: the driver's packages from the private probe, the signing tools from the node's own lists (the
+    # real policy capture knows nvidia-utils-580 but not mokutil: listed with neither version).
+    result = run(dict(NOBLE, own_file=str(node['etc'] / 'sources.list.d' / OWN), packages=['nvidia-utils-580'],
+                      node_packages=['nvidia-utils-580', 'mokutil']))
+    assert result['package_source'] == 'private'
+    assert ['/usr/bin/apt-cache', 'policy', 'nvidia-utils-580', 'mokutil'] in node['calls']
+    assert result['node_packages']['mokutil'] == {'installed': None, 'candidate': None, 'versions': []}
+    assert result['node_packages']['nvidia-utils-580']['installed'] == '580.178.04-0ubuntu0.24.04.1'
+    assert run(NOBLE)['node_packages'] == {}
+
+
 def test_probe_off_and_no_packages(node):
     result = run(dict(NOBLE, probe=False, packages=['nvidia-utils-580']))
     assert result['package_source'] == 'node' and node['probes'] == []
