@@ -294,8 +294,10 @@ molecule_stage() {
   # finished is passed over until they have (scripts/run-scenarios.py); scenarios not listed here run last,
   # in name order.
   # ci18 (beside stress-ng): jammy, started late, was the tail; the DKMS scenarios now come before the consumers'
-  # second half, and the short scenarios fill the end.
-  LANE_ORDER="nvidia_driver nvidia_driver_debian12 container_toolkit nvidia_driver_releases upgrade_driver nvidia_driver_jammy nvidia_driver_next_kernel uninstall maintenance_kill execution_environment rke2_nvidia_runtime gpu_nodes_batching nvidia_driver_switch nvidia_driver_mismatch preflight"
+  # second half, and the short scenarios fill the end. nvidia_driver_next_kernel (two DKMS builds, for the next
+  # kernel) starts after jammy's build, beside scenarios without one (ci21: started beside releases and jammy, three
+  # builds at once cut releases at 1200 s).
+  LANE_ORDER="nvidia_driver nvidia_driver_debian12 container_toolkit nvidia_driver_releases upgrade_driver nvidia_driver_jammy uninstall nvidia_driver_next_kernel maintenance_kill execution_environment rke2_nvidia_runtime gpu_nodes_batching nvidia_driver_switch nvidia_driver_mismatch preflight"
   ordered=()
   for s in $LANE_ORDER; do
     for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done

@@ -77,8 +77,8 @@ def test_prebuilt_node_new_kernel_has_no_module_and_nothing_changed(host):
     if _dkms(host):
         pytest.skip("a DKMS node: its test is above")
     before_packages, before_kernels = _before(host)
-    rc, _ = _modinfo(host, "6.8.0-151-generic", "filename")
-    assert rc != 0
+    rc, filename = _modinfo(host, "6.8.0-151-generic", "filename")
+    assert rc != 0, filename
     rc, filename = _modinfo(host, before_kernels[0], "filename")
     assert rc == 0 and "/updates/dkms/" not in filename, filename
     now = host.run("dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\\n' '*nvidia*'").stdout
