@@ -169,6 +169,12 @@ def test_controller_reports_cover_every_host(host):
     assert ("NOT READY" in row[0]) is (not _report(host)["ready"])
     assert "## %s" % name in markdown
     assert "<h2>%s</h2>" % name in html
+    # Every installed kernel with or without the NVIDIA module (issue 19): the test nodes have no driver.
+    section = markdown.split("## %s" % name, 1)[1].split("\n## ", 1)[0]
+    modules = [line for line in section.splitlines() if line.startswith("| NVIDIA module per installed kernel")]
+    assert len(modules) == 1, section
+    for kernel in _report(host)["installed_kernels"]:
+        assert "%s: NO module" % kernel in modules[0] or "%s: nvidia" % kernel in modules[0], modules[0]
     assert _controller_report(host)["kernel"] == _report(host)["kernel"]
 
 
