@@ -8,9 +8,12 @@ is held back while one of its producers has not finished and some other scenario
 run, the lane waits for the producer. Each scenario is run as `bash -c 'run_scenario "$1"' _ NAME`
 (scripts/test-all.sh exports run_scenario); its exit status is its result. The producer's failure
 does not skip the consumer: a consumer whose producer's images are missing converges its own nodes.
+With --more-jobs N --when-exists FILE, up to N scenarios run at once from the moment FILE exists (scripts/test-all.sh
+creates it when its foreground checks are done: the CPU they used goes to a third lane).
 Exit status: 0 when every scenario passed, 1 otherwise.
 """
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -28,6 +31,8 @@ def next_runnable(pending, deps, finished, running):
 def main(argv=None):
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--more-jobs", type=int, default=0, help="lanes once --when-exists names a file that exists")
+    parser.add_argument("--when-exists", default=None)
     parser.add_argument("--deps", nargs="*", default=[], help="consumer=producer (repeat for several producers)")
     parser.add_argument("scenarios", nargs="*")
     args = parser.parse_args(argv)
@@ -38,8 +43,12 @@ def main(argv=None):
     pending = list(args.scenarios)
     running = {}
     finished = {}
+    jobs = args.jobs
     while pending or running:
-        while pending and len(running) < args.jobs:
+        if args.when_exists and args.more_jobs > jobs and os.path.exists(args.when_exists):
+            jobs = args.more_jobs
+            print("[lanes] %s exists: up to %d lanes from now" % (args.when_exists, jobs), flush=True)
+        while pending and len(running) < jobs:
             name = next_runnable(pending, deps, finished, running)
             if name is None:
                 break

@@ -294,7 +294,7 @@ molecule_stage() {
   # finished is passed over until they have (scripts/run-scenarios.py); scenarios not listed here run last,
   # in name order.
   # ci18 (beside stress-ng): jammy, started late, was the tail; the DKMS scenarios now come before the consumers'
-  # second half, and the short scenarios fill the end. nvidia_driver_next_kernel (two DKMS builds, for the next
+  # second half, and the short scenarios fill the end. nvidia_driver_next_kernel (a DKMS build for the next
   # kernel) starts after jammy's build, beside scenarios without one (ci21: started beside releases and jammy, three
   # builds at once cut releases at 1200 s).
   LANE_ORDER="nvidia_driver nvidia_driver_debian12 container_toolkit nvidia_driver_releases upgrade_driver nvidia_driver_jammy uninstall nvidia_driver_next_kernel maintenance_kill execution_environment rke2_nvidia_runtime gpu_nodes_batching nvidia_driver_switch nvidia_driver_mismatch preflight"
@@ -310,10 +310,15 @@ molecule_stage() {
     for p in $(producer_of "$t"); do deps+=("$t=$p"); done
   done
   if ((${#ordered[@]})); then
-    python3 scripts/run-scenarios.py --jobs "${MOLECULE_JOBS:-2}" --deps "${deps[@]}" -- "${ordered[@]}"
+    # Two lanes beside the foreground checks, three once they are done (their CPU is free then: ci of 2026-11-26,
+    # the lanes ran 25 minutes alone after the foreground).
+    python3 scripts/run-scenarios.py --jobs "${MOLECULE_JOBS:-2}" --more-jobs "${MOLECULE_JOBS_AFTER:-3}" \
+      --when-exists "$FOREGROUND_DONE" --deps "${deps[@]}" -- "${ordered[@]}"
   fi
 
 }
+FOREGROUND_DONE=$RESULTS/.foreground-done
+rm -f "$FOREGROUND_DONE"
 molecule_stage &
 MOLECULE_PID=$!
 
@@ -348,6 +353,7 @@ check "galaxy import (galaxy-importer)" bash scripts/check-galaxy.sh
 # requires_ansible tested at its lower bound too (issue 21 item 6): units + sanity with the lowest ansible-core
 # meta/runtime.yml claims, in a venv of its own (the highest is the .venv of the rows above).
 check "ansible-core range: units + sanity with the lowest claimed" bash scripts/check-core-range.sh
+touch "$FOREGROUND_DONE"
 [[ -n $MOLECULE_PID ]] && wait "$MOLECULE_PID"
 
 # ---- summary ----------------------------------------------------------------

@@ -1,11 +1,12 @@
 """The next kernel, brought without the role (side_effect.yml): read each node independently of the role.
 
-DKMS nodes: every kernel in /boot has the NVIDIA module (modinfo -k), the new one included, built by DKMS's
+The DKMS node: every kernel in /boot has the NVIDIA module (modinfo -k), the new one included, built by DKMS's
 kernel hook and signed with the same key as the module of the kernel the node had. Prebuilt node: the new kernel
 has no module (Canonical's package for it is listed, but the archive answers 404), and the refused and check-mode
 runs of the role changed no NVIDIA package.
 """
 import os
+import re
 
 import pytest
 import testinfra.utils.ansible_runner
@@ -32,7 +33,23 @@ def _modinfo(host, kernel, field):
 
 
 def _dkms(host):
-    return host.backend.get_hostname().endswith(("debian12", "ubuntu2404-dkms"))
+    return host.backend.get_hostname().endswith("debian12")
+
+
+def changed_tasks(log):
+    """{host: [task, ...]}: the tasks that reported a change, read from an ansible-playbook log (default callback)."""
+    changed, task = {}, None
+    for line in log.splitlines():
+        match = re.match(r"(TASK|RUNNING HANDLER) \[(.*)\] \*+$", line)
+        if match:
+            task = match.group(2)
+            continue
+        match = re.match(r"changed: \[([^\]]+)\]", line)
+        if match:
+            changed.setdefault(match.group(1), [])
+            if task not in changed[match.group(1)]:
+                changed[match.group(1)].append(task)
+    return changed
 
 
 def test_a_new_kernel_arrived(host):
@@ -84,3 +101,23 @@ def test_prebuilt_node_new_kernel_has_no_module_and_nothing_changed(host):
     now = host.run("dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\\n' '*nvidia*'").stdout
     now = [line for line in now.splitlines() if line.startswith("ii")]
     assert sorted(now) == sorted(before_packages)
+
+
+# The only change the role may make when it runs again after the next kernel: it lists the new kernel's initramfs
+# once (the nouveau blacklist is in it: the kernel's own postinst built it) and records that. Nothing installed,
+# built, held or rebuilt.
+RECORD = "baremetal.gpu.nvidia_driver : Record which initramfs hold the current blacklist"
+
+
+def test_role_again_on_dkms_node_changed_only_its_initramfs_record(host):
+    if not _dkms(host):
+        pytest.skip("the prebuilt node: the role ran there refused or in check mode (above)")
+    name = host.backend.get_hostname()
+    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "rerun-dkms.log"), encoding="utf-8") as fh:
+        log = fh.read()
+    recap = re.search(re.escape(name) + r" +: ok=[0-9]+ +changed=([0-9]+) +unreachable=0 +failed=0", log)
+    assert recap, log[-3000:]
+    changed = changed_tasks(log).get(name, [])
+    # The recap counts the same tasks the log shows changed (the log was read right).
+    assert len(changed) == int(recap.group(1)), (recap.group(0), changed)
+    assert changed in ([], [RECORD]), changed
