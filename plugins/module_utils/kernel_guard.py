@@ -49,11 +49,14 @@ def guard(results, kernels, next_boot, kmod):
     the next-boot kernel is known and has no module), message (one sentence naming the kernels).
     """
     by_kernel = {}
+    asked = {}
     for result in results or []:
         # An item is the kernel, or [kernel, module name] when several names were asked (playbooks/verify.yml asks
         # for nvidia and Debian's nvidia-current): the one modinfo found wins.
         item = result.get('item')
         kernel, name = (item[0], item[1]) if isinstance(item, (list, tuple)) else (item, kmod)
+        if name not in asked.setdefault(kernel, []):
+            asked[kernel].append(name)
         if kernel not in by_kernel or (result.get('rc') == 0 and by_kernel[kernel][0].get('rc') != 0):
             by_kernel[kernel] = (result, name)
     rows = []
@@ -68,7 +71,9 @@ def guard(results, kernels, next_boot, kmod):
     have = [r['kernel'] for r in rows if r['module']]
     lack = [r['kernel'] for r in rows if not r['module']]
     ok = not next_boot or next_boot in have
-    parts = ['%s: %s' % (r['kernel'], ('%s %s' % (r['kmod'], r['version'])) if r['module'] else 'NO %s module' % kmod)
+    # A kernel without the module is named with every name asked for it ("NO nvidia or nvidia-current module").
+    parts = ['%s: %s' % (r['kernel'], ('%s %s' % (r['kmod'], r['version'])) if r['module']
+                         else 'NO %s module' % ' or '.join(asked.get(r['kernel']) or [kmod]))
              for r in rows]
     message = '; '.join(parts) or 'no installed kernel'
     if next_boot:

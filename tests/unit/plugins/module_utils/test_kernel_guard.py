@@ -63,7 +63,7 @@ def test_guard_takes_the_module_name_modinfo_found():
     assert got['rows'][0]['signer'] == 'baremetal.gpu molecule test MOK'
     assert got['rows'][0]['filename'] == '/lib/modules/6.1.0-50-amd64/updates/dkms/nvidia-current.ko'
     assert got['without'] == ['6.1.0-56-amd64'] and got['next_boot_ok'] is False
-    assert got['message'].startswith('6.1.0-50-amd64: nvidia-current 535.261.03; 6.1.0-56-amd64: NO nvidia module.')
+    assert got['message'].startswith('6.1.0-50-amd64: nvidia-current 535.261.03; 6.1.0-56-amd64: NO nvidia or nvidia-current module.')
     # Found first, then not found under the other name: the found one stays.
     got = kernel_guard.guard(list(reversed(results)), [kernel], kernel, 'nvidia')
     assert got['with'] == [kernel] and got['next_boot_ok'] is True
