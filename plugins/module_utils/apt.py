@@ -365,6 +365,21 @@ def parse_policy(text):
     return out
 
 
+_INDEX_LINE = re.compile(r'^\s*-?\d+\s+\S+.*\sPackages\s*$')
+
+
+def policy_has_indexes(text):
+    """Whether ``apt-cache policy`` without arguments (LC_ALL=C) lists a package index besides dpkg's status, i.e.
+    whether the node's own apt lists hold anything (an image or a node that never ran ``apt-get update`` lists only
+    ``/var/lib/dpkg/status``, and every package looks unknown there)."""
+    for line in (text or '').splitlines():
+        if line.startswith('Pinned packages:'):
+            break
+        if _INDEX_LINE.match(line):
+            return True
+    return False
+
+
 _FETCH_ERROR = re.compile(r'^E: Failed to fetch (\S+)\s+(.*?)\s*(?:\[IP: [^]]*\])?\s*$', re.M)
 
 

@@ -90,6 +90,8 @@ options:
         packages the node's present sources carry, which a private probe of the lacking entries alone does not see
         (the Secure Boot signing tools C(mokutil) and C(openssl) from the main component on a first run). The result
         is RV(node_packages).
+      - Only lists that hold a package index answer (RV(node_lists)); on a node that never ran C(apt-get update) every
+        package would look unknown, so RV(node_packages) stays empty there.
     type: list
     elements: str
     default: []
@@ -166,6 +168,13 @@ node_packages:
   returned: always
   type: dict
   sample: {"mokutil": {"installed": null, "candidate": "0.6.0-2build3", "versions": ["0.6.0-2build3"]}}
+  version_added: 0.4.0
+node_lists:
+  description: Whether the node's own apt lists hold a package index (C(apt-cache policy) lists one besides dpkg's
+    status); asked only when O(node_packages) is given, else V(null). When V(false), RV(node_packages) is empty.
+  returned: always
+  type: bool
+  sample: true
   version_added: 0.4.0
 fetch_errors:
   description: Of O(fetch), the packages whose file could not be downloaded, with why (the HTTP status and the URL).
@@ -298,8 +307,15 @@ def main():
                                  stdout=out, stderr=err)
             packages, source = aptlib.parse_policy(out), 'node'
             fetch_failed = fetch_errors(module, [], fetch, packages, params['timeout'])
-    node_packages = {}
+    node_packages, node_lists = {}, None
     if params['node_packages']:
+        cmd = [module.get_bin_path('apt-cache', required=True), 'policy']
+        rc, out, err = module.run_command(cmd, environ_update=ENV)
+        if rc != 0:
+            module.fail_json(msg='apt-cache policy failed (rc %d): %s' % (rc, err.strip()), cmd=cmd, rc=rc,
+                             stdout=out, stderr=err)
+        node_lists = aptlib.policy_has_indexes(out)
+    if node_lists:
         cmd = [module.get_bin_path('apt-cache', required=True), 'policy'] + params['node_packages']
         rc, out, err = module.run_command(cmd, environ_update=ENV)
         if rc != 0:
@@ -312,7 +328,8 @@ def main():
     held = aptlib.parse_showhold(out) if rc == 0 else []
     module.exit_json(changed=False, files=files, mirrors=result['mirrors'], missing=missing,
                      deb822=aptlib.render_deb822(missing), in_place=in_place, packages=packages,
-                     package_source=source, held=held, fetch_errors=fetch_failed, node_packages=node_packages)
+                     package_source=source, held=held, fetch_errors=fetch_failed, node_packages=node_packages,
+                     node_lists=node_lists)
 
 
 if __name__ == '__main__':

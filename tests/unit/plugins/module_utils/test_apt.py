@@ -243,3 +243,12 @@ def test_fetch_error_other_errors_and_none():
     assert apt.fetch_error('E: Unable to locate package nvidia-nothing\n') == 'Unable to locate package nvidia-nothing'
     assert apt.fetch_error('Get:1 http://x/y.deb [5 kB]\nFetched 5 kB in 0s\n') == ''
     assert apt.fetch_error(None) == ''
+
+
+def test_policy_has_indexes_on_real_captures():
+    # An Ubuntu 24.04 node after apt-get update, and a Debian 12 image that never ran it (captured 2026-11-26).
+    with open(os.path.join(FIXTURES, 'ubuntu2404-policy-lists.txt')) as handle:
+        assert apt.policy_has_indexes(handle.read()) is True
+    with open(os.path.join(FIXTURES, 'debian12-policy-no-lists.txt')) as handle:
+        assert apt.policy_has_indexes(handle.read()) is False
+    assert apt.policy_has_indexes('') is False

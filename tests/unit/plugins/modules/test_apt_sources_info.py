@@ -26,6 +26,8 @@ from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'apt')
 POLICY = open(os.path.join(FIXTURES, 'ubuntu2404-policy.txt')).read()
+POLICY_LISTS = open(os.path.join(FIXTURES, 'ubuntu2404-policy-lists.txt')).read()
+POLICY_NO_LISTS = open(os.path.join(FIXTURES, 'debian12-policy-no-lists.txt')).read()
 DOWNLOAD_404 = open(os.path.join(FIXTURES, 'ubuntu2404-download-404-6.8.0-151.txt')).read()
 OWN = 'baremetal-gpu-nvidia-driver.sources'
 NOBLE = {'release': 'noble', 'suite_suffixes': ['', '-updates', '-security'],
@@ -42,6 +44,7 @@ def node(tmp_path, monkeypatch):
     monkeypatch.setattr(apt_sources_info, 'SOURCES_DIR', str(etc / 'sources.list.d'))
     calls = []
     probes = []
+    state = {'lists': POLICY_LISTS}
 
     def run_command(module, args, **kwargs):
         calls.append(list(args))
@@ -52,6 +55,9 @@ def node(tmp_path, monkeypatch):
             return 0, 'Fetched 3 MB', ''
         if args[-1] == 'showhold' or 'showhold' in args:
             return 0, 'nvidia-utils-580\n', ''
+        if args[-1] == 'policy':
+            # apt-cache policy without arguments: the node's package files
+            return 0, state['lists'], ''
         if 'policy' in args:
             return 0, POLICY, ''
         if 'download' in args:
@@ -66,7 +72,7 @@ def node(tmp_path, monkeypatch):
     monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', get_bin_path)
-    return {'etc': etc, 'calls': calls, 'probes': probes}
+    return {'etc': etc, 'calls': calls, 'probes': probes, 'state': state}
 
 
 def run(args):
@@ -114,7 +120,19 @@ def test_node_packages_are_asked_of_the_nodes_lists_beside_the_private_probe(nod
     assert ['/usr/bin/apt-cache', 'policy', 'nvidia-utils-580', 'mokutil'] in node['calls']
     assert result['node_packages']['mokutil'] == {'installed': None, 'candidate': None, 'versions': []}
     assert result['node_packages']['nvidia-utils-580']['installed'] == '580.178.04-0ubuntu0.24.04.1'
-    assert run(NOBLE)['node_packages'] == {}
+    assert result['node_lists'] is True
+    assert run(NOBLE)['node_packages'] == {} and run(NOBLE)['node_lists'] is None
+
+
+def test_node_packages_unanswered_when_the_nodes_lists_are_empty(node):
+    # A node that never ran apt-get update (the test images, a fresh install): its policy lists only dpkg's status,
+    # every package would look unknown, so no answer is given and nothing can be refused on it.
+    node['state']['lists'] = POLICY_NO_LISTS
+    result = run(dict(NOBLE, own_file=str(node['etc'] / 'sources.list.d' / OWN), packages=['nvidia-utils-580'],
+                      node_packages=['mokutil', 'openssl']))
+    assert result['node_lists'] is False and result['node_packages'] == {}
+    assert ['/usr/bin/apt-cache', 'policy'] in node['calls']
+    assert ['/usr/bin/apt-cache', 'policy', 'mokutil', 'openssl'] not in node['calls']
 
 
 def test_probe_off_and_no_packages(node):
