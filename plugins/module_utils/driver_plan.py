@@ -243,18 +243,19 @@ def plan(settings, os_data, facts, apt=None, today=None):
                          if prebuilt_possible else ''))
 
     # Signing needs mokutil and openssl from the node's sources (the role installs them): refused before any change
-    # when apt has neither a candidate nor an installed version. Only the node's own lists tell: the answer about the
-    # driver's packages when it came from them (package_source "node"), else apt_sources_info's node_packages (a
-    # private probe of the components still to be added, a first run, does not see the main component that carries
-    # them). Without either answer nothing is refused.
+    # when no apt view knows a candidate or an installed version. A complete view is the node's own lists when the
+    # driver's packages were answered from them (package_source "node"), or, on a first run, the private probe of the
+    # entries the role adds (which sees main only when the role adds it) together with apt_sources_info's
+    # node_packages (the node's own lists, answered only when they hold an index). Without a complete view nothing is
+    # refused.
     sign_tools = [os_data.get('mokutil_package') or 'mokutil', 'openssl'] if mode == 'sign' else []
-    node_answer = None
+    views = []
     if apt is not None and (apt.get('package_source') or 'node') == 'node':
-        node_answer = apt
+        views = [apt]
     elif apt is not None and isinstance(apt.get('node_packages'), dict) and all(
             t in apt['node_packages'] for t in sign_tools):
-        node_answer = {'packages': apt['node_packages']}
-    missing_tools = [t for t in sign_tools if node_answer is not None and not _known(node_answer, t)]
+        views = [apt, {'packages': apt['node_packages']}]
+    missing_tools = [t for t in sign_tools if views and not any(_known(v, t) for v in views)]
     if out['secure_boot']['sign'] and missing_tools:
         errors.append('nvidia_driver_secure_boot is sign, but apt cannot install %s on this node (no candidate in its '
                       'sources): the module could not be signed. Nothing was changed. Enable the component that carries '

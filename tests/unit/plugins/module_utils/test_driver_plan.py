@@ -235,6 +235,12 @@ def test_sign_without_the_signing_tools_in_the_sources_is_refused_before_any_cha
     refused = driver_plan.plan(settings(module_build='dkms', secure_boot='sign'), os_data('Ubuntu'),
                                facts(secure_boot='enabled'), node_lists, today=TODAY)
     assert refused['ok'] is False and refused['errors'] == plan['errors']
+    # The probe knows mokutil when main is among the entries the role adds (a node whose sources lack main): the
+    # role's own source brings it, nothing refused, though the node's own lists do not know it yet.
+    main_added = dict(node_lists, packages=dict(node_lists['packages'], mokutil={
+        'installed': None, 'candidate': '0.6.0-2build3', 'versions': ['0.6.0-2build3']}))
+    assert driver_plan.plan(settings(module_build='dkms', secure_boot='sign'), os_data('Ubuntu'),
+                            facts(secure_boot='enabled'), main_added, today=TODAY)['ok'] is True
     node_lists['node_packages']['mokutil'] = {'installed': None, 'candidate': '0.6.0-2build3', 'versions': ['0.6.0-2build3']}
     assert driver_plan.plan(settings(module_build='dkms', secure_boot='sign'), os_data('Ubuntu'),
                             facts(secure_boot='enabled'), node_lists, today=TODAY)['ok'] is True
