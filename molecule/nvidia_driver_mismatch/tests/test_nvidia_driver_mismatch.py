@@ -20,7 +20,7 @@ def _installed(host, *patterns):
 
 def test_refusals_were_saved(host):
     files = host.run("ls /var/tmp/ | grep '^refusal-'").stdout.split()
-    expected = {"mismatch-ubuntu2204": 2, "mismatch-ubuntu2404": 3, "mismatch-debian12": 3, "mismatch-debian13": 1}
+    expected = {"mismatch-ubuntu2204": 2, "mismatch-ubuntu2404": 3, "mismatch-debian12": 4, "mismatch-debian13": 1}
     key = _name(host).replace("nvidia_driver_", "")
     assert len(files) == expected[key], files
 
@@ -79,3 +79,13 @@ def test_debian13_failed_open_build_names_make_log_and_did_not_reboot(host):
     assert "nv-pci" in make_log.content_string
     assert not host.file("/var/lib/baremetal-gpu/nvidia_driver/reboot.json").exists
     assert host.run("modinfo -k 6.12.107+deb13-amd64 nvidia-current-open").rc != 0
+
+
+def test_debian12_sign_refused_when_mokutil_has_no_candidate(host):
+    """Issue 19 item 2: the node's own lists (mokutil pinned away) have no candidate for mokutil."""
+    if not _name(host).endswith("debian12"):
+        return
+    text = host.file("/var/tmp/refusal-sign-tools-without-candidate.txt").content_string
+    assert "apt cannot install mokutil on this node" in text, text
+    assert _installed(host, "mokutil") == []
+    assert not host.file("/etc/apt/preferences.d/baremetal-test-pin-away").exists
