@@ -230,6 +230,16 @@ def fetch_errors(module, options, names, packages, timeout):
     return errors
 
 
+def apt_cache_policy(module, options, packages):
+    """``apt-cache [options] policy [packages]`` (read-only); its output, or the module fails naming the command."""
+    cmd = [module.get_bin_path('apt-cache', required=True)] + options + ['policy'] + packages
+    rc, out, err = module.run_command(cmd, environ_update=ENV)
+    if rc != 0:
+        module.fail_json(msg='apt-cache policy failed (rc %d): %s' % (rc, err.strip()), cmd=cmd, rc=rc,
+                         stdout=out, stderr=err)
+    return out
+
+
 def private_probe(module, entries, packages, timeout, fetch):
     work = tempfile.mkdtemp(prefix='baremetal-gpu-apt-')
     try:
@@ -249,12 +259,7 @@ def private_probe(module, entries, packages, timeout, fetch):
             module.fail_json(msg='apt-get update of the private probe failed (rc %d%s): %s'
                              % (rc, ', timed out after %d s' % timeout if rc == 124 else '', (err or out).strip()),
                              cmd=update, rc=rc, stdout=out, stderr=err)
-        policy = [module.get_bin_path('apt-cache', required=True)] + options + ['policy'] + packages
-        rc, out, err = module.run_command(policy, environ_update=ENV)
-        if rc != 0:
-            module.fail_json(msg='apt-cache policy failed (rc %d): %s' % (rc, err.strip()), cmd=policy, rc=rc,
-                             stdout=out, stderr=err)
-        known = aptlib.parse_policy(out)
+        known = aptlib.parse_policy(apt_cache_policy(module, options, packages))
         return known, fetch_errors(module, options, fetch, known, timeout)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -300,28 +305,14 @@ def main():
             (packages, fetch_failed), source = private_probe(module, missing, params['packages'], params['timeout'],
                                                              fetch), 'private'
         else:
-            cmd = [module.get_bin_path('apt-cache', required=True), 'policy'] + params['packages']
-            rc, out, err = module.run_command(cmd, environ_update=ENV)
-            if rc != 0:
-                module.fail_json(msg='apt-cache policy failed (rc %d): %s' % (rc, err.strip()), cmd=cmd, rc=rc,
-                                 stdout=out, stderr=err)
-            packages, source = aptlib.parse_policy(out), 'node'
+            packages, source = aptlib.parse_policy(apt_cache_policy(module, [], params['packages'])), 'node'
             fetch_failed = fetch_errors(module, [], fetch, packages, params['timeout'])
     node_packages, node_lists = {}, None
     if params['node_packages']:
-        cmd = [module.get_bin_path('apt-cache', required=True), 'policy']
-        rc, out, err = module.run_command(cmd, environ_update=ENV)
-        if rc != 0:
-            module.fail_json(msg='apt-cache policy failed (rc %d): %s' % (rc, err.strip()), cmd=cmd, rc=rc,
-                             stdout=out, stderr=err)
-        node_lists = aptlib.policy_has_indexes(out)
+        # Without arguments apt-cache policy lists the node's package files: are there any besides dpkg's status?
+        node_lists = aptlib.policy_has_indexes(apt_cache_policy(module, [], []))
     if node_lists:
-        cmd = [module.get_bin_path('apt-cache', required=True), 'policy'] + params['node_packages']
-        rc, out, err = module.run_command(cmd, environ_update=ENV)
-        if rc != 0:
-            module.fail_json(msg='apt-cache policy failed (rc %d): %s' % (rc, err.strip()), cmd=cmd, rc=rc,
-                             stdout=out, stderr=err)
-        known = aptlib.parse_policy(out)
+        known = aptlib.parse_policy(apt_cache_policy(module, [], params['node_packages']))
         node_packages = dict((name, known.get(name) or {'installed': None, 'candidate': None, 'versions': []})
                              for name in params['node_packages'])
     rc, out, err = module.run_command([module.get_bin_path('apt-mark', required=True), 'showhold'], environ_update=ENV)
