@@ -20,6 +20,10 @@ def fabric_manager_decision(facts, value, branch, install_family, source, distri
     return fabric.decide(value, facts, str(branch), install_family, source, distribution, flavor)
 
 
+def fabric_report(smi, system_kind):
+    return fabric.report(system_kind or '', smi)
+
+
 def fabric_manager_pins(decision, policy_text, simulated_version, candidates=None):
     policy = apt.parse_policy(policy_text or '')
     return fabric.pins(decision or {}, policy, fabric.driver_version(simulated_version, policy, candidates or []))
@@ -61,6 +65,7 @@ class FilterModule(object):
         return {
             'fabric_manager_decision': fabric_manager_decision,
             'fabric_manager_pins': fabric_manager_pins,
+            'fabric_report': fabric_report,
             'apt_known_packages': apt_known_packages,
             'nvidia_module_params': nvidia_module_params,
             'nvidia_params_mismatches': nvidia_params_mismatches,

@@ -188,3 +188,40 @@ def pins(decision, policy, driver_version):
         if row.get('installed') != match[0]:
             out['changes'] = True
     return out
+
+
+def report(system_kind, smi):
+    """What preflight's report says of the NVLink fabric (issue 19: "preflight's report shows ... the fabric state").
+
+    ``system_kind``: gpu_node_facts' ``system_kind`` (``hgx_nvswitch``, ``pcie``, ``none``). ``smi``: the result of
+    baremetal.gpu.nvidia_smi with allow_no_gpu (``status``, ``reason``, ``gpus``), or None / a skipped result when the
+    node has no nvidia-smi. Returns ``{'read': bool, 'gpus': [{index, name, state, status}], 'judged': bool,
+    'problems': [...], 'summary': str}``; ``judged`` only on an NVSwitch system with Hopper-or-newer GPUs read.
+    """
+    # Imported here: nvidia_smi's parser is not needed by the decision functions above.
+    from ansible_collections.baremetal.gpu.plugins.module_utils.nvidia_smi import fabric_gpus, fabric_problems
+
+    smi = smi if isinstance(smi, dict) else {}
+    nvswitch = system_kind == 'hgx_nvswitch'
+    out = {'read': False, 'gpus': [], 'judged': False, 'problems': [], 'summary': ''}
+    if smi.get('skipped') or not smi:
+        out['summary'] = 'not read: no nvidia-smi on the node (the driver is not installed)'
+    elif smi.get('status') != 'ok':
+        out['summary'] = 'not read: %s' % (smi.get('reason') or smi.get('msg') or 'nvidia-smi failed')
+    else:
+        out['read'] = True
+        out['gpus'] = [{'index': gpu.get('index'), 'name': gpu.get('name'), 'state': gpu.get('fabric_state') or 'N/A',
+                        'status': gpu.get('fabric_status') or 'N/A'} for gpu in smi.get('gpus') or []]
+        fabric = fabric_gpus(smi)
+        if nvswitch and fabric:
+            out['judged'] = True
+            out['problems'] = fabric_problems(smi)
+            out['summary'] = ('; '.join(out['problems']) if out['problems']
+                              else 'Completed, Success on all %d Hopper-or-newer GPUs' % len(fabric))
+        elif nvswitch:
+            out['summary'] = 'not judged: no Hopper-or-newer GPU (an A100 HGX reports N/A on every system)'
+        else:
+            out['summary'] = 'not applicable: no NVSwitch on the PCI bus (%s)' % (system_kind or 'unknown')
+    if not out['read'] and not nvswitch:
+        out['summary'] += '; not needed: no NVSwitch on the PCI bus (%s)' % (system_kind or 'unknown')
+    return out

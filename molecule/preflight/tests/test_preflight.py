@@ -239,3 +239,20 @@ def test_preflight_changed_nothing_on_the_node(host):
     assert not host.file("/etc/apt/sources.list.d/baremetal-gpu-nvidia-driver.sources").exists
     assert host.run("ls /tmp | grep baremetal-gpu-apt").rc != 0
     assert not host.file("/var/lib/baremetal-gpu").exists
+
+
+def test_report_fabric_follows_nvidia_smi_and_the_pci_bus(host):
+    """Issue 19: the NVLink fabric state. These fresh nodes have no driver (no nvidia-smi) and no NVIDIA function on
+    the PCI bus: the report says it was not read and why, and that no NVSwitch needs it; a node with the driver and
+    an HGX board is the unit tests' (tests/unit/plugins/module_utils/test_nvidia_smi_utils.py, real captures)."""
+    report = _report(host)
+    assert host.run("command -v nvidia-smi").rc != 0
+    assert report["driver_nvidia_smi"] == ""
+    nvidia = host.run("grep -l '^0x10de$' /sys/bus/pci/devices/*/vendor 2>/dev/null").stdout.split()
+    assert nvidia == [] and report["system_kind"] == "none"
+    assert report["fabric"] == {"read": False, "gpus": [], "judged": False, "problems": [], "summary": (
+        "not read: no nvidia-smi on the node (the driver is not installed); not needed: no NVSwitch on the PCI bus (none)")}
+    markdown = open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "reports", "preflight.md"),
+                    encoding="utf-8").read()
+    assert "| NVLink fabric (nvidia-smi) | not read: no nvidia-smi on the node" in markdown
+    assert "| System kind (NVSwitch) | none: no NVIDIA GPU on the PCI bus |" in markdown

@@ -15,6 +15,7 @@ import re
 
 import pytest
 
+from ansible_collections.baremetal.gpu.plugins.module_utils import fabric
 from ansible_collections.baremetal.gpu.plugins.module_utils import nvidia_smi as smi
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'nvidia-smi-xml')
@@ -496,3 +497,41 @@ def test_fabric_states(state, status, ok):
     facts = _h100_with_fabric(state, status)
     assert facts['gpus'][0]['fabric_state'] == (None if state == 'N/A' else state)
     assert (smi.fabric_problems(facts) == []) is ok
+
+
+def _module_result(facts):
+    # What baremetal.gpu.nvidia_smi returns around the parsed facts when nvidia-smi answered.
+    return dict(facts, status='ok', reason='', driver_communicating=True)
+
+
+def test_fabric_report_judges_only_an_nvswitch_system_with_hopper_or_newer_gpus():
+    ready = fabric.report('hgx_nvswitch', _module_result(_h100_with_fabric('Completed', 'Success')))
+    assert ready['read'] and ready['judged'] and ready['problems'] == []
+    assert ready['summary'] == 'Completed, Success on all 1 Hopper-or-newer GPUs'
+    assert ready['gpus'] == [{'index': 0, 'name': 'NVIDIA H100 80GB HBM3', 'state': 'Completed', 'status': 'Success'}]
+    waiting = fabric.report('hgx_nvswitch', _module_result(_h100_with_fabric('In Progress', 'N/A')))
+    assert waiting['judged'] and waiting['summary'].startswith('GPU 0 (00000000:00:06.0, NVIDIA H100 80GB HBM3): '
+                                                               'fabric state In Progress, status N/A')
+    # The real H100 capture (no NVSwitch there): listed, N/A, not judged.
+    real = smi.parse_nvidia_smi_xml(read('device__h100-80gb-hbm3__580.159.04.xml'))
+    pcie = fabric.report('pcie', _module_result(real))
+    assert pcie['read'] and not pcie['judged'] and pcie['problems'] == []
+    assert pcie['summary'] == 'not applicable: no NVSwitch on the PCI bus (pcie)'
+    assert pcie['gpus'] == [{'index': 0, 'name': 'NVIDIA H100 80GB HBM3', 'state': 'N/A', 'status': 'N/A'}]
+    # A pre-Hopper HGX (the real A100 SXM4 capture) is read, not judged.
+    a100 = fabric.report('hgx_nvswitch', _module_result(smi.parse_nvidia_smi_xml(read('telegraf__a100-sxm4-v12.xml'))))
+    assert a100['read'] and not a100['judged'] and a100['summary'].startswith('not judged: no Hopper-or-newer GPU')
+
+
+def test_fabric_report_says_why_it_was_not_read():
+    skipped = fabric.report('none', {'changed': False, 'skipped': True, 'skip_reason': 'Conditional result was False'})
+    assert not skipped['read'] and skipped['gpus'] == []
+    assert skipped['summary'] == ('not read: no nvidia-smi on the node (the driver is not installed); '
+                                  'not needed: no NVSwitch on the PCI bus (none)')
+    assert fabric.report('pcie', None)['summary'].startswith('not read: no nvidia-smi on the node')
+    no_driver = fabric.report('hgx_nvswitch', {'status': 'no_driver', 'reason': 'NVIDIA-SMI has failed because it '
+                                               "couldn't communicate with the NVIDIA driver", 'gpus': []})
+    assert no_driver['summary'] == ("not read: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA "
+                                    'driver')
+    failed = fabric.report('pcie', {'failed': False, 'msg': 'nvidia-smi did not answer within 30 s'})
+    assert failed['summary'].startswith('not read: nvidia-smi did not answer within 30 s; not needed')
