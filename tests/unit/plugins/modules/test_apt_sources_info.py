@@ -19,8 +19,6 @@ from ansible_collections.baremetal.gpu.plugins.modules import apt_sources_info
 from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
     AnsibleExitJson,
     AnsibleFailJson,
-    exit_json,
-    fail_json,
     set_module_args,
 )
 
@@ -68,8 +66,6 @@ def node(tmp_path, monkeypatch):
     def get_bin_path(module, name, required=False, opt_dirs=None):
         return '/usr/bin/' + name
 
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', get_bin_path)
     return {'etc': etc, 'calls': calls, 'probes': probes, 'state': state}

@@ -13,13 +13,9 @@ import shutil
 
 import pytest
 
-from ansible.module_utils import basic
-
 from ansible_collections.baremetal.gpu.plugins.modules import containerd_runtime_config
 from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
     AnsibleExitJson,
-    exit_json,
-    fail_json,
     set_module_args,
 )
 
@@ -28,8 +24,6 @@ VERSION = open(os.path.join(FIXTURES, 'containerd-1.6.20-debian12.version.txt'))
 
 
 def run(tmp_path, monkeypatch, user=None, mode=0o644):
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
     config = tmp_path / 'config.toml'
     if user:
         shutil.copy(os.path.join(FIXTURES, 'user', user), str(config))

@@ -21,8 +21,6 @@ from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.test_nvidia_sm
 from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
     AnsibleExitJson,
     AnsibleFailJson,
-    exit_json,
-    fail_json,
     set_module_args,
 )
 
@@ -62,8 +60,6 @@ class Harness(object):
         def warn(module, warning):
             harness.warnings.append(warning)
 
-        monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-        monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
         monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', get_bin_path)
         monkeypatch.setattr(basic.AnsibleModule, 'warn', warn)
         monkeypatch.setattr(gpu_health, 'run', run)

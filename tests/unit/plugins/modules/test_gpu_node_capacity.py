@@ -127,8 +127,6 @@ def fresh_process_state(monkeypatch, tmp_path):
 @pytest.fixture(autouse=True)
 def patched(monkeypatch, tmp_path):
     fresh_process_state(monkeypatch, tmp_path)
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
     for var in ('K8S_AUTH_KUBECONFIG', 'K8S_AUTH_CONTEXT', 'K8S_AUTH_HOST', 'K8S_AUTH_API_KEY',
                 'K8S_AUTH_VERIFY_SSL', 'K8S_AUTH_SSL_CA_CERT', 'K8S_AUTH_CERT_FILE', 'K8S_AUTH_KEY_FILE',
                 'K8S_AUTH_PROXY', 'KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT'):

@@ -19,8 +19,6 @@ from ansible_collections.baremetal.gpu.plugins.modules import gpu_node_facts
 from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
     AnsibleExitJson,
     AnsibleFailJson,
-    exit_json,
-    fail_json,
     set_module_args,
 )
 
@@ -41,8 +39,6 @@ def calls(monkeypatch):
         return None if name in ('nvidia-smi', 'docker', 'crio', 'podman', 'crun', 'nvidia-ctk',
                                 'nvidia-container-runtime') else '/usr/bin/' + name
 
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', get_bin_path)
     return recorded

@@ -12,22 +12,12 @@ import stat
 
 import pytest
 
-from ansible.module_utils import basic
-
 from ansible_collections.baremetal.gpu.plugins.modules import render_files
 from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
     AnsibleExitJson,
     AnsibleFailJson,
-    exit_json,
-    fail_json,
     set_module_args,
 )
-
-
-@pytest.fixture(autouse=True)
-def patched(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
 
 
 def run(args, expect=AnsibleExitJson):
