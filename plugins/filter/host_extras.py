@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import apt, fabric, kernel_guard, modparams
+from ansible_collections.baremetal.gpu.plugins.module_utils import nvidia_smi as smi
 
 
 def fabric_manager_decision(facts, value, branch, install_family, source, distribution=None, flavor=None):
@@ -43,6 +44,13 @@ def nvidia_params_mismatches(proc_text, requested):
     return modparams.mismatches(requested or {}, proc_text or '')
 
 
+def nvidia_smi_mismatches(result, expect=None):
+    try:
+        return smi.result_mismatches(result, expect or {})
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError('baremetal.gpu.nvidia_smi_mismatches: %s' % exc)
+
+
 def kernel_module_guard(results, kernels, next_boot, kmod):
     return kernel_guard.guard(results or [], kernels or [], next_boot or '', kmod or 'nvidia')
 
@@ -69,6 +77,7 @@ class FilterModule(object):
             'apt_known_packages': apt_known_packages,
             'nvidia_module_params': nvidia_module_params,
             'nvidia_params_mismatches': nvidia_params_mismatches,
+            'nvidia_smi_mismatches': nvidia_smi_mismatches,
             'kernel_module_guard': kernel_module_guard,
             'prebuilt_flavour_packages': prebuilt_flavour_packages,
             'headers_flavour_packages': headers_flavour_packages,

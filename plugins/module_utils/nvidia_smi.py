@@ -24,6 +24,8 @@ __metaclass__ = type
 import re
 import xml.etree.ElementTree as ET
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 # Values nvidia-smi prints when it has no value; they are returned as None.
 UNAVAILABLE_VALUES = frozenset([
     '',
@@ -500,6 +502,43 @@ def interpret_run(cmd, rc, stdout, stderr, health=False):
 
 def _matches_version(expected, found):
     return found == expected or found.startswith(expected + '.')
+
+
+# The expectations check_expectations knows, with the type the module's options give them.
+EXPECTATION_TYPES = (('driver_branch', 'str'), ('driver_version', 'str'), ('gpu_count', 'int'),
+                     ('min_gpu_count', 'int'), ('product', 'str'), ('persistence_mode', 'str'), ('mig_mode', 'str'),
+                     ('fabric_complete', 'bool'))
+
+
+def result_mismatches(result, expect):
+    """check_expectations on a baremetal.gpu.nvidia_smi result read earlier in the run (the fact ``nvidia_smi``
+    the nvidia_driver role publishes), as the module checks them: only when the result's status is ``ok`` (a
+    no-GPU state has no GPUs to compare; the caller reports it). An expectation that is None or '' is not
+    checked; the others take the module option's type (``'580'`` and ``580`` are the same branch)."""
+    if not isinstance(result, dict):
+        raise TypeError('the nvidia_smi result must be a dict, got %s' % type(result).__name__)
+    types = dict(EXPECTATION_TYPES)
+    unknown = sorted(set(expect) - set(types))
+    if unknown:
+        raise ValueError('unknown expectation(s) %s; known: %s'
+                         % (', '.join(unknown), ', '.join(key for key, kind in EXPECTATION_TYPES)))
+    if result.get('status') != STATUS_OK:
+        return []
+    typed = {}
+    for key, value in expect.items():
+        if value is None or value == '':
+            continue
+        kind = types[key]
+        if kind == 'int':
+            typed[key] = int(value)
+        elif kind == 'bool':
+            typed[key] = boolean(value, strict=True)
+        else:
+            typed[key] = str(value)
+    facts = dict(result)
+    facts.setdefault('gpus', [])
+    facts['gpu_count'] = int(facts.get('gpu_count') or 0)
+    return check_expectations(facts, typed)
 
 
 def check_expectations(facts, expect):

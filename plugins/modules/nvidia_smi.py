@@ -352,6 +352,7 @@ from ansible_collections.baremetal.gpu.plugins.module_utils.nvidia_smi import (
     STATUS_OK,
     STATUS_NO_DEVICES,
     SMI_SEARCH_DIRS,
+    EXPECTATION_TYPES,
     check_expectations,
     count_warnings,
     describe_run,
@@ -368,8 +369,7 @@ STATUS_BINARY_MISSING = 'binary_missing'
 STATUS_TIMEOUT = 'timeout'
 STATUS_UNPARSEABLE = 'unparseable_output'
 STATUS_FAILED = 'command_failed'
-EXPECTATIONS = ('driver_branch', 'driver_version', 'gpu_count', 'min_gpu_count', 'product',
-                'persistence_mode', 'mig_mode', 'fabric_complete')
+EXPECTATIONS = tuple(key for key, kind in EXPECTATION_TYPES)
 
 
 def empty_result():

@@ -80,9 +80,10 @@ def api(tmp_path):
     server.stop()
 
 
-def run_verify(tmp_path, api, capture, prometheus_nodes, extra):
+def run_verify(tmp_path, api, capture, prometheus_nodes, extra, playbook=PLAYBOOK):
     smi = tmp_path / "nvidia-smi"
-    smi.write_text("#!/bin/sh\ncat %s\n" % os.path.join(XML, capture))
+    # Each run of the stand-in leaves a line in smi-runs: the tests count the nvidia-smi runs of a play.
+    smi.write_text("#!/bin/sh\necho run >> %s\ncat %s\n" % (tmp_path / "smi-runs", os.path.join(XML, capture)))
     smi.chmod(0o755)
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.url, TOKEN)
     python = os.path.join(ROOT, ".venv", "bin", "python")
@@ -109,7 +110,7 @@ def run_verify(tmp_path, api, capture, prometheus_nodes, extra):
         "verify_kernels_enabled": "false",
     }
     evars.update(extra)
-    args = ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), PLAYBOOK]
+    args = ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), playbook]
     for key, value in evars.items():
         args += ["-e", "%s=%s" % (key, value)]
     env = ansible_env({"TMPDIR": str(tmp_path)})
@@ -133,6 +134,44 @@ def test_one_gpu_node_verified_end_to_end(tmp_path, api):
     assert prometheus.queries == ["count by (%s) (DCGM_FI_DEV_GPU_TEMP)" % NODE_LABEL]
     assert "DCGM series present for nori" in out
     assert "failed=0" in out
+
+
+def site_like_playbook(tmp_path):
+    """What site.yml does before verify.yml, reduced to the one part verify reads: a play that reads the GPUs once
+    and publishes the reading as the fact nvidia_smi (as roles/nvidia_driver/tasks/verify-nvidia-smi.yml does),
+    then verify.yml imported, as site.yml imports it. verify_nvidia_smi_path is left empty there."""
+    path = tmp_path / "site-like.yml"
+    path.write_text(yaml.safe_dump([
+        {"name": "Read the GPUs once, as the nvidia_driver role does", "hosts": "gpu_nodes", "gather_facts": False,
+         "tasks": [{"name": "Read", "baremetal.gpu.nvidia_smi": {"binary_path": str(tmp_path / "nvidia-smi"),
+                                                                 "allow_no_gpu": True}, "register": "__read"},
+                   {"name": "Publish", "ansible.builtin.set_fact": {"nvidia_smi": "{{ __read }}"}}]},
+        {"ansible.builtin.import_playbook": PLAYBOOK}]))
+    return str(path)
+
+
+def test_verify_reads_this_runs_reading_instead_of_nvidia_smi_again(tmp_path, api):
+    """Issue 22 (read once): in one run, verify checks the published reading; nvidia-smi ran once on the node."""
+    res, out, prometheus = run_verify(tmp_path, api, "telegraf__tesla_p4.xml", ["nori"],
+                                      {"verify_nvidia_smi_path": "", "verify_gpu_count": "1",
+                                       "verify_driver_branch": "513", "verify_capacity_replicas": "1"},
+                                      playbook=site_like_playbook(tmp_path))
+    assert res.returncode == 0, out[-4000:]
+    assert "gpu-node: driver 513.46 (branch 513, CUDA 11.6), 1 GPU(s): GRID P4-1Q" in out
+    assert (tmp_path / "smi-runs").read_text().splitlines() == ["run"]
+    assert "DCGM series present for nori" in out and len(prometheus.queries) == 1
+
+
+def test_verify_checks_the_expectations_on_this_runs_reading(tmp_path, api):
+    """The reading reused is held to verify_driver_branch and verify_gpu_count as the module holds its own."""
+    res, out, prometheus = run_verify(tmp_path, api, "telegraf__tesla_p4.xml", ["nori"],
+                                      {"verify_nvidia_smi_path": "", "verify_gpu_count": "2",
+                                       "verify_driver_branch": "580"}, playbook=site_like_playbook(tmp_path))
+    assert res.returncode != 0
+    assert ("nvidia-smi on this node does not meet 2 expectation(s): driver_branch: expected 580, found 513; "
+            "gpu_count: expected 2, found 1") in out
+    assert (tmp_path / "smi-runs").read_text().splitlines() == ["run"]
+    assert prometheus.queries == []
 
 
 def test_mig_single_counts_mig_devices(tmp_path, api):
