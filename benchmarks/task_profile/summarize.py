@@ -2,6 +2,9 @@
 """MEASUREMENT ONLY: sum a task_profile log (task_profile.py) by task name and by playbook.
 
     python3 benchmarks/task_profile/summarize.py LOG [TOP]
+
+With TASK_PROFILE_COUNT_ACTION=<module> set for the run, it also counts that module's runs per host (issue 22:
+nvidia-smi once per node in a site.yml run).
 """
 import collections
 import json
@@ -10,9 +13,15 @@ import sys
 
 def main(path, top):
     runs = collections.defaultdict(list)
+    ran = collections.Counter()
     with open(path, encoding='utf-8') as handle:
         for line in handle:
             run, playbook, when, name = json.loads(line)
+            if name.startswith('@ran '):
+                # TASK_PROFILE_COUNT_ACTION: one run of the counted module; not a task start
+                host, task = name[5:].split(' ', 1)
+                ran[(host, task)] += 1
+                continue
             runs[run].append((when, playbook, name))
     tasks, counts = collections.Counter(), collections.Counter()
     playbooks, playbook_runs = collections.Counter(), collections.Counter()
@@ -33,6 +42,14 @@ def main(path, top):
     print('\nseconds  starts  task')
     for name, seconds in tasks.most_common(top):
         print('%7.1f %7d  %s' % (seconds, counts[name], name))
+    if ran:
+        print('\nruns of the counted module (TASK_PROFILE_COUNT_ACTION), per host and task')
+        for (host, task), number in sorted(ran.items()):
+            print('%7d  %s  %s' % (number, host, task))
+        per_host = collections.Counter()
+        for (host, dummy_task), number in ran.items():
+            per_host[host] += number
+        print('per host: ' + ', '.join('%s %d' % item for item in sorted(per_host.items())))
 
 
 if __name__ == '__main__':

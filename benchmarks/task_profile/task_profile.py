@@ -49,5 +49,18 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_handler_task_start(self, task):
         self._write('handler: ' + task.get_name())
 
+    def v2_runner_on_ok(self, result):
+        self._ran(result)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._ran(result)
+
+    def _ran(self, result):
+        # With TASK_PROFILE_COUNT_ACTION=<module> (e.g. baremetal.gpu.nvidia_smi), each run of that module on a
+        # host (skipped ones are not runs) is logged as "@ran <host> <task>": summarize.py counts them per host.
+        action = os.environ.get('TASK_PROFILE_COUNT_ACTION')
+        if action and result._task.action == action:
+            self._write('@ran %s %s' % (result._host.get_name(), result._task.get_name()))
+
     def v2_playbook_on_stats(self, stats):
         self._write('@end')
