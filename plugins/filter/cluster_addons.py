@@ -17,6 +17,17 @@ def gpu_node_products(hostvars, hosts, fact='nvidia_smi'):
     return cluster_addons.gpu_node_products(hostvars, hosts, fact)
 
 
+def verify_expected_capacity(hostvars, hosts, mig_strategy, replicas, resource='nvidia.com/gpu'):
+    try:
+        return cluster_addons.expected_capacity(hostvars, hosts, mig_strategy, replicas, resource)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError('baremetal.gpu.verify_expected_capacity: %s' % exc)
+
+
+def external_nfd(daemonsets, namespace, release):
+    return cluster_addons.external_nfd(daemonsets, namespace, release)
+
+
 def gpu_class(products, geforce_regex):
     try:
         return cluster_addons.gpu_class(products, geforce_regex)
@@ -107,6 +118,8 @@ class FilterModule(object):
             'gpu_health_quarantine': gpu_health_quarantine,
             'gpu_health_remediation': gpu_health_remediation,
             'gpu_node_products': gpu_node_products,
+            'external_nfd': external_nfd,
+            'verify_expected_capacity': verify_expected_capacity,
             'promql_value_in': promql_value_in,
             'release_marked': release_marked,
             'release_ownership': release_ownership,

@@ -12,8 +12,9 @@ import datetime
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.baremetal.gpu.plugins.module_utils import cdi
+from ansible_collections.baremetal.gpu.plugins.module_utils import cdi, containerd
 from ansible_collections.baremetal.gpu.plugins.module_utils.node_facts import parse_version
 
 # systemctl show --timestamp=us+utc: "Sun 2026-11-23 05:14:34.817431 UTC"
@@ -23,6 +24,21 @@ _SYSTEMD_TS = re.compile(r'(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}) (?P<time>[0-9]{2
 def runtime_version(text):
     """The first x.y.z version in a ``--version`` line ('' when none), as gpu_node_facts reads it."""
     return parse_version(text or '')
+
+
+def containerd_runtime_binary(text, runtime_name='nvidia'):
+    """BinaryName of a runtime in a containerd configuration or config dump ('' when absent)."""
+    return containerd.runtime_binary(text or '', runtime_name)
+
+
+def containerd_file_version(text):
+    """The ``version`` of a containerd configuration file, None without one."""
+    return containerd.file_version(text or '')
+
+
+def containerd_dump_problems(dump, runtime_name, binary, cdi_wanted=False):
+    """What a ``containerd config dump`` lacks: the runtime with that BinaryName, enable_cdi when wanted."""
+    return containerd.dump_problems(dump or '', runtime_name, binary, boolean(cdi_wanted, strict=False))
 
 
 def docker_cdi(text):
@@ -58,12 +74,38 @@ def systemd_not_enabled(units, lines):
     return [unit for unit, state in zip(units, lines) if state not in ENABLED_STATES]
 
 
+def service_restart_reason(show_text, stat_results, changed_now=False):
+    """Why a service must restart, from ``systemctl show --timestamp=us+utc -p LoadState -p ActiveState -p
+    ActiveEnterTimestamp UNIT`` output and the ``stat`` results (loop over the configuration files): '' when the unit
+    is not loaded and active (it reads its configuration when it starts), 'configuration changed in this run', or
+    the files newer than its start (a run stopped between the change and the restart), else ''."""
+    show = {}
+    for line in (show_text or '').splitlines():
+        if '=' in line:
+            key, value = line.split('=', 1)
+            show[key] = value
+    if show.get('LoadState') != 'loaded' or show.get('ActiveState') != 'active':
+        return ''
+    if boolean(changed_now, strict=False):
+        return 'configuration changed in this run'
+    started = systemd_timestamp(show.get('ActiveEnterTimestamp', ''))
+    newer = [result.get('item') for result in stat_results or []
+             if (result.get('stat') or {}).get('exists') and (result['stat'].get('mtime') or 0) > started]
+    if newer:
+        return '%s newer than its start (a run stopped before the restart)' % ', '.join(newer)
+    return ''
+
+
 class FilterModule(object):
 
     def filters(self):
         return {
             'runtime_version': runtime_version,
+            'containerd_runtime_binary': containerd_runtime_binary,
+            'containerd_file_version': containerd_file_version,
+            'containerd_dump_problems': containerd_dump_problems,
             'docker_cdi': docker_cdi,
             'systemd_timestamp': systemd_timestamp,
             'systemd_not_enabled': systemd_not_enabled,
+            'service_restart_reason': service_restart_reason,
         }

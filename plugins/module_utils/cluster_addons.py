@@ -151,6 +151,66 @@ def _owner(obj):
     return {'kind': 'none', 'text': 'no owner recorded (no %s label)' % MANAGED_BY}
 
 
+def expected_capacity(hostvars, hosts, mig_strategy, replicas, resource='nvidia.com/gpu'):
+    """What each GPU node must advertise (verify's cluster checks), from what nvidia-smi showed on it (its
+    ``verify_observed`` fact): ``device_plugin_gpus[mig_strategy]`` (GPUs, or MIG devices with the single strategy)
+    times ``replicas``. One row per host: ``host``, ``node``, ``check`` (compare the node's capacity), ``refused``
+    (the device plugin refuses such a node), ``gpus``, ``units``, ``expected``, ``gfd_count`` (the
+    nvidia.com/gpu.count label GFD sets; None with the mixed strategy), ``reason`` when not checked."""
+    replicas = int(replicas)
+    rows = []
+    for host in hosts or []:
+        host_vars = hostvars[host] if host in hostvars else {}
+        seen = host_vars.get('verify_observed')
+        row = {'host': host, 'check': False, 'refused': False, 'gpus': 0, 'units': None, 'expected': None,
+               'gfd_count': None}
+        if seen is None:
+            row.update(node=host_vars.get('baremetal_gpu_node_name') or host,
+                       reason='nvidia-smi was not read there (the node checks did not run on it)')
+            rows.append(row)
+            continue
+        gpus = int(seen['gpu_count']) if seen['status'] == 'ok' else 0
+        units = seen['device_plugin_gpus'][mig_strategy]
+        row.update(node=seen['node_name'], gpus=gpus, units=units)
+        if gpus == 0:
+            row['reason'] = ('it shows no GPU through nvidia-smi (%s), so no %s is expected of it'
+                             % (seen['summary'], resource))
+        elif units is None:
+            row.update(refused=True, reason='MIG is on for only some of its GPUs, or a GPU has MIG on without MIG '
+                                            'devices: the device plugin refuses such a node with verify_mig_strategy='
+                                            '%s (%s)' % (mig_strategy, seen['summary']))
+        elif int(units) == 0:
+            row['reason'] = ('every GPU has MIG on; with verify_mig_strategy=mixed its MIG devices are advertised as '
+                             'nvidia.com/mig-<profile>, which is not checked')
+        else:
+            row.update(check=True, expected=int(units) * replicas,
+                       gfd_count=None if mig_strategy == 'mixed' else int(units))
+        rows.append(row)
+    return rows
+
+
+# An NFD worker DaemonSet: node-feature-discovery's own deployment names it nfd-worker, its chart (and the NFD
+# subchart of nvidia-device-plugin) <release>-node-feature-discovery-worker, labelled with the app name.
+NFD_WORKER_NAME = re.compile(r'nfd-worker|node-feature-discovery-worker')
+NFD_APP_NAME = 'node-feature-discovery'
+
+
+def external_nfd(daemonsets, namespace, release):
+    """``namespace/name`` of every NFD worker DaemonSet (k8s_info ``resources``) that is not the NFD of the
+    device plugin's own release (``release`` in ``namespace``): an NFD already running, which the release then
+    uses instead of installing its own (device_plugin_nfd: auto)."""
+    found = []
+    for daemonset in daemonsets or []:
+        meta = (daemonset or {}).get('metadata') or {}
+        labels = meta.get('labels') or {}
+        if not (NFD_WORKER_NAME.search(meta.get('name') or '') or labels.get('app.kubernetes.io/name') == NFD_APP_NAME):
+            continue
+        if meta.get('namespace') == namespace and labels.get('app.kubernetes.io/instance') == release:
+            continue
+        found.append('%s/%s' % (meta.get('namespace'), meta.get('name')))
+    return found
+
+
 def runtime_class_decision(existing, name, handler, managed_by='baremetal.gpu'):
     """What to do with the RuntimeClass ``name`` given ``existing`` (k8s_info resources: [] or [object]).
 

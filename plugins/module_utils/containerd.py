@@ -302,14 +302,49 @@ def plan(config_path, config_text, imports, dropin_path, import_entry, runtime_n
     }
 
 
+def runtime_binary(text, runtime_name):
+    """The BinaryName of runtime ``runtime_name`` in a containerd configuration (RKE2's generated config.toml, any
+    config version) or ``containerd config dump`` output: from the CRI plugin of version 3 and later
+    (io.containerd.cri.v1.runtime) if it has the runtime, else of version 2. '' when the runtime or its BinaryName
+    is absent, or the text is not TOML (a file being written: the caller reads it again)."""
+    try:
+        data = toml_compat.loads(text or '')
+    except toml_compat.TOMLError:
+        return ''
+    for plugin in (CRI_V3, CRI_V2):
+        runtime = ((((data.get('plugins') or {}).get(plugin) or {}).get('containerd') or {}).get('runtimes')
+                   or {}).get(runtime_name)
+        if runtime is not None:
+            return str((runtime.get('options') or {}).get('BinaryName') or '')
+    return ''
+
+
+def file_version(text):
+    """The top-level ``version`` of a containerd configuration file (an int), None when it has none or is not TOML."""
+    try:
+        version = toml_compat.loads(text or '').get('version')
+    except toml_compat.TOMLError:
+        return None
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+
 def dump_has_runtime(dump, runtime_name, binary):
     """Whether ``containerd config dump`` output has the runtime with that BinaryName."""
-    data = toml_compat.loads(dump)
-    for plugin in (CRI_V3, CRI_V2):
-        runtime = (((data.get('plugins') or {}).get(plugin) or {}).get('containerd') or {}).get('runtimes', {}).get(runtime_name)
-        if runtime is not None:
-            return (runtime.get('options') or {}).get('BinaryName') == binary
-    return False
+    return runtime_binary(dump, runtime_name) == binary
+
+
+def dump_problems(dump, runtime_name, binary, cdi_wanted):
+    """What ``containerd config dump`` output lacks before containerd may be restarted: the runtime, its BinaryName
+    and, when CDI is wanted, ``enable_cdi = true`` in the CRI plugin. Empty when all is there."""
+    problems = []
+    found = runtime_binary(dump, runtime_name)
+    if not found:
+        problems.append('no runtime %s with a BinaryName' % runtime_name)
+    elif found != binary:
+        problems.append('runtime %s has BinaryName %s, not %s' % (runtime_name, found, binary))
+    if cdi_wanted and not dump_cdi(dump)[0]:
+        problems.append('the CRI plugin does not have enable_cdi = true')
+    return problems
 
 
 def dump_cdi(dump):

@@ -61,3 +61,34 @@ def test_systemd_not_enabled_reports_every_unit_when_one_is_unknown():
     assert runtime.systemd_not_enabled(units, lines) == units
     assert runtime.systemd_not_enabled([], []) == []
     assert runtime.systemd_not_enabled(['a.service'], ['disabled']) == ['a.service']
+
+
+def test_containerd_filters_read_real_configs():
+    """The filters the roles call instead of regular expressions over TOML (issue 22)."""
+    after = fixture('rke2', 'config.toml.after')
+    assert runtime.containerd_runtime_binary(after, 'nvidia') == '/usr/bin/nvidia-container-runtime'
+    assert runtime.containerd_runtime_binary(fixture('rke2', 'config.toml.before')) == ''
+    assert runtime.containerd_file_version(fixture('rke2', 'config-v4.toml.after')) == 4
+    assert runtime.containerd_file_version(None) is None
+    dump = fixture('containerd', 'dumps', 'ubuntu2404-v3-user.dump.toml')
+    assert runtime.containerd_dump_problems(dump, 'nvidia', '/usr/bin/nvidia-container-runtime', 'true') == []
+    assert runtime.containerd_dump_problems('', 'nvidia', '/usr/bin/nvidia-container-runtime', 'false') == [
+        'no runtime nvidia with a BinaryName']
+
+
+def test_service_restart_reason_from_real_systemctl_show():
+    """container_toolkit's restart decision (was a Jinja program), on real `systemctl show` captures."""
+    active = fixture('systemd', 'show-debian12-active.txt')  # ActiveEnterTimestamp Thu 2026-11-26 20:25:34.404761 UTC
+    started = runtime.systemd_timestamp('Thu 2026-11-26 20:25:34.404761 UTC')
+    stats = [{'item': '/etc/containerd/config.toml', 'stat': {'exists': True, 'mtime': started - 60}},
+             {'item': '/etc/containerd/conf.d/99-nvidia.toml', 'stat': {'exists': True, 'mtime': started + 5}},
+             {'item': '/etc/containerd/absent.toml', 'stat': {'exists': False}}]
+    assert runtime.service_restart_reason(active, stats) == (
+        '/etc/containerd/conf.d/99-nvidia.toml newer than its start (a run stopped before the restart)')
+    assert runtime.service_restart_reason(active, stats[:1]) == ''
+    assert runtime.service_restart_reason(active, stats[:1], 'true') == 'configuration changed in this run'
+    # Not installed (LoadState=not-found, empty timestamp): nothing to restart, even after a change.
+    missing = fixture('systemd', 'show-debian12-not-found.txt')
+    assert runtime.service_restart_reason(missing, stats, True) == ''
+    with pytest.raises(AnsibleFilterError):
+        runtime.service_restart_reason('LoadState=loaded\nActiveState=active\nActiveEnterTimestamp=yesterday', stats)

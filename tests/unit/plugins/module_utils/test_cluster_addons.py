@@ -240,3 +240,65 @@ def test_release_ownership_uninstall_removes_only_ours(status, action):
 def test_release_ownership_refuses_an_unknown_purpose():
     with pytest.raises(ValueError):
         cluster_addons.release_ownership({}, "a", "b", purpose="delete")
+
+
+DAEMONSETS = os.path.join(ROOT, 'tests', 'fixtures', 'k8s-api', 'nvidia-device-plugin-0.20.0-daemonsets.json')
+
+
+def test_external_nfd_on_the_real_charts_daemonsets():
+    """device_plugin_nfd: auto (was a Jinja loop in roles/device_plugin/tasks/preflight.yml). The DaemonSets the real
+    chart renders for two releases (SOURCE.md): our own release's NFD worker is not external; another release's is."""
+    daemonsets = json.loads(read(DAEMONSETS))
+    ours = [ds for ds in daemonsets if ds['metadata']['namespace'] == 'nvidia-device-plugin']
+    assert cluster_addons.external_nfd(ours, 'nvidia-device-plugin', 'nvdp') == []
+    assert cluster_addons.external_nfd(daemonsets, 'nvidia-device-plugin', 'nvdp') == [
+        'kube-system/nvidia-device-plugin-node-feature-discovery-worker']
+    # Our release name in another namespace is someone else's release.
+    assert cluster_addons.external_nfd(ours, 'gpu-tools', 'nvdp') == [
+        'nvidia-device-plugin/nvdp-node-feature-discovery-worker']
+    # NFD deployed on its own, as the public guides show it (DaemonSet nfd-worker in namespace node-feature-discovery,
+    # no app.kubernetes.io/name label), is found by its name; the label alone finds a renamed one.
+    plain = {'metadata': {'name': 'nfd-worker', 'namespace': 'node-feature-discovery'}}
+    renamed = {'metadata': {'name': 'features', 'namespace': 'ops',
+                            'labels': {'app.kubernetes.io/name': 'node-feature-discovery'}}}
+    assert cluster_addons.external_nfd([plain, renamed, None, {}], 'nvidia-device-plugin', 'nvdp') == [
+        'node-feature-discovery/nfd-worker', 'ops/features']
+    assert cluster_addons.external_nfd(None, 'nvidia-device-plugin', 'nvdp') == []
+
+
+def _observed(capture, node):
+    """verify_observed as roles/verify/tasks/nvidia_smi.yml records it, from a real nvidia-smi capture."""
+    from ansible_collections.baremetal.gpu.plugins.module_utils import nvidia_smi
+    with open(os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', capture), 'rb') as handle:
+        facts = nvidia_smi.parse_nvidia_smi_xml(handle.read())
+    return {'node_name': node, 'status': 'ok', 'gpu_count': facts['gpu_count'], 'summary': 'summary of ' + node,
+            'device_plugin_gpus': nvidia_smi.device_plugin_gpus(facts['gpus'])}
+
+
+def test_verify_expected_capacity_from_real_captures():
+    """verify's expected capacity (was a 30-line Jinja program in roles/verify/tasks/expected.yml)."""
+    hostvars = {'a100': {'verify_observed': _observed('telegraf__a100-sxm4-v12.xml', 'node-a100')},
+                'h100': {'verify_observed': _observed('device__h100-80gb-hbm3__580.159.04.xml', 'node-h100')},
+                'quiet': {'verify_observed': dict(_observed('telegraf__tesla-t4.xml', 'node-t4'), status='no_devices')},
+                'unread': {'baremetal_gpu_node_name': 'node-x'}}
+    hosts = ['a100', 'h100', 'quiet', 'unread', 'not-in-hostvars']
+    single = cluster_addons.expected_capacity(hostvars, hosts, 'single', '2')
+    assert [(r['node'], r['check'], r['refused'], r['expected'], r['gfd_count']) for r in single] == [
+        ('node-a100', True, False, 8, 4),   # the A100 capture: MIG on, four MIG devices, x 2 replicas
+        ('node-h100', True, False, 2, 1),
+        ('node-t4', False, False, None, None),
+        ('node-x', False, False, None, None),
+        ('not-in-hostvars', False, False, None, None)]
+    assert single[2]['reason'] == ('it shows no GPU through nvidia-smi (summary of node-t4), so no nvidia.com/gpu '
+                                   'is expected of it')
+    assert single[3]['reason'] == 'nvidia-smi was not read there (the node checks did not run on it)'
+    mixed = cluster_addons.expected_capacity(hostvars, ['a100', 'h100'], 'mixed', 1)
+    assert mixed[0]['check'] is False and mixed[0]['reason'].startswith('every GPU has MIG on;')
+    assert (mixed[1]['expected'], mixed[1]['gfd_count']) == (1, None)
+    none = cluster_addons.expected_capacity(hostvars, ['a100'], 'none', 1)
+    assert (none[0]['units'], none[0]['expected']) == (1, 1)
+    # A node the device plugin refuses (MIG on without MIG devices: units None for single).
+    odd = {'n': {'verify_observed': {'node_name': 'n', 'status': 'ok', 'gpu_count': 2, 'summary': 's',
+                                     'device_plugin_gpus': {'none': 2, 'single': None, 'mixed': 1}}}}
+    refused = cluster_addons.expected_capacity(odd, ['n'], 'single', 1)[0]
+    assert refused['refused'] and 'verify_mig_strategy=single (s)' in refused['reason']

@@ -224,3 +224,51 @@ def test_secret_values_finds_every_credential_key():
     registry = {'configs': {'a': {'auth': auth}}, 'auths': {'b': {'auth': 'YjpwMg=='}}}
     data = {'plugins': {'x': {'registry': registry}}, 'list': [{'token': 't2'}], 'empty': {'password': ''}}
     assert sorted(containerd.secret_values(data)) == sorted(['p1', 'dTpwMQ==', 't1', 'YjpwMg==', 't2'])
+
+
+RKE2 = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'rke2')
+
+
+def rke2_fixture(name):
+    with open(os.path.join(RKE2, name), encoding='utf-8') as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize('name,binary,version', [
+    # The real RKE2-generated files (tests/fixtures/rke2/SOURCE.md): before and after RKE2 found the runtime.
+    ('config.toml.before', '', 2),
+    ('config.toml.after', BINARY, 2),
+    # containerd 2.3's config version 4 layout (not captured from a node; SOURCE.md says how it was made).
+    ('config-v4.toml.after', BINARY, 4),
+])
+def test_runtime_binary_and_version_of_rke2_generated_configs(name, binary, version):
+    """Issue 22: the regular expressions over RKE2's config.toml became these parsed reads."""
+    text = rke2_fixture(name)
+    assert containerd.runtime_binary(text, 'nvidia') == binary
+    assert containerd.runtime_binary(text, 'nvidia-cdi') == ''
+    assert containerd.file_version(text) == version
+
+
+@pytest.mark.parametrize('dump', ['debian12-v2-user', 'ubuntu2404-v3-user', 'ubuntu2404-none'])
+def test_dump_problems_of_real_dumps(dump):
+    text = fixture('dumps/%s.dump.toml' % dump)
+    cdi_on = containerd.dump_cdi(text)[0]
+    assert containerd.dump_problems(text, 'nvidia', BINARY, cdi_on) == []
+    assert containerd.dump_problems(text, 'nvidia', '/usr/local/bin/other', False) == [
+        'runtime nvidia has BinaryName %s, not /usr/local/bin/other' % BINARY]
+    assert containerd.dump_problems(text, 'nvidia-legacy', BINARY, False) == ['no runtime nvidia-legacy with a BinaryName']
+
+
+def test_dump_problems_name_cdi_off():
+    # Debian 12's containerd 1.6 has no enable_cdi: CDI wanted is reported.
+    text = fixture('dumps/debian12-v2-user.dump.toml')
+    assert containerd.dump_problems(text, 'nvidia', BINARY, True) == ['the CRI plugin does not have enable_cdi = true']
+
+
+def test_not_toml_reads_as_nothing():
+    # A file RKE2 is still writing: read again, not a crash.
+    half = rke2_fixture('config.toml.after')[:200] + '\n[plugins."io.containerd'
+    assert containerd.runtime_binary(half, 'nvidia') == ''
+    assert containerd.file_version(half) is None
+    assert containerd.file_version('') is None
+    assert containerd.file_version('version = "2"') is None
