@@ -41,15 +41,7 @@ requirements:
   - C(nvidia-smi) from the NVIDIA driver. C(journalctl) or C(dmesg) for the kernel log (root, or a user allowed to
     read it). C(dcgmi) from NVIDIA DCGM with a running host engine for O(dcgm_diag_level).
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; it runs in check mode too.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - baremetal.gpu.attributes
 options:
   binary_path:
     description:

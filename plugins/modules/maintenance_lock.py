@@ -35,16 +35,11 @@ requirements:
   - kubernetes (the Python client) on the host that runs the module, for O(backend=lease).
   - The collection kubernetes.core, whose API client and connection options the module uses.
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - baremetal.gpu.attributes
   - baremetal.gpu.kubernetes
 attributes:
   check_mode:
-    support: full
     details: Reads the lock and says what it would do; writes nothing and never waits.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 options:
   state:
     description:
