@@ -11,6 +11,19 @@ from k8s_api_double import ApiDouble, write_kubeconfig
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def chart_pin(role):
+    """The chart version a cluster role installs by default: the role's defaults, or for dcgm_exporter the support
+    data (plugins/module_utils/support.py), so that a chart bump does not touch the tests."""
+    import yaml  # pylint: disable=import-outside-toplevel
+    if role == "dcgm_exporter":
+        import sys  # pylint: disable=import-outside-toplevel
+        sys.path.insert(0, os.path.join(ROOT, ".ansible", "collections"))
+        from ansible_collections.baremetal.gpu.plugins.module_utils import support  # pylint: disable=import-outside-toplevel
+        return support.DCGM_EXPORTER["chart_version"]
+    with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml"), encoding="utf-8") as handle:
+        return str(yaml.safe_load(handle)["%s_chart_version" % role])
+
+
 def ansible_env(extra=None):
     env = dict(os.environ)
     env.update({

@@ -17,7 +17,7 @@ import tarfile
 
 import yaml
 
-from conftest import ROOT, run_playbook
+from conftest import ROOT, chart_pin, run_playbook
 from k8s_api_stub import ApiStub
 
 PASSWORD = "Cluster-Mode-Passw0rd-91c2"
@@ -39,11 +39,6 @@ PLAY = """---
 """
 
 
-def default(role, name):
-    with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml"), encoding="utf-8") as fh:
-        return str(yaml.safe_load(fh)[name])
-
-
 def chart(directory, name, version):
     data = yaml.safe_dump({"apiVersion": "v2", "name": name, "version": version}).encode()
     with tarfile.open(os.path.join(directory, "%s-%s.tgz" % (name, version)), "w:gz") as tar:
@@ -55,9 +50,9 @@ def chart(directory, name, version):
 def test_whole_layer_in_check_mode_writes_nothing(tmp_path):
     charts = tmp_path / "charts"
     charts.mkdir()
-    chart(str(charts), "kube-prometheus-stack", default("kube_prometheus", "kube_prometheus_chart_version"))
-    chart(str(charts), "nvidia-device-plugin", default("device_plugin", "device_plugin_chart_version"))
-    chart(str(charts), "dcgm-exporter", "4.8.2")
+    chart(str(charts), "kube-prometheus-stack", chart_pin("kube_prometheus"))
+    chart(str(charts), "nvidia-device-plugin", chart_pin("device_plugin"))
+    chart(str(charts), "dcgm-exporter", chart_pin("dcgm_exporter"))
     objects = {"/api/v1/namespaces/kube-system": {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}},
                "/apis/node.k8s.io/v1/runtimeclasses/nvidia": RKE2_RC}
     for name, crd in CRDS.items():
