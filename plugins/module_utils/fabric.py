@@ -27,6 +27,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.baremetal.gpu.plugins.module_utils.nvidia_smi import fabric_gpus, fabric_problems
 from ansible_collections.baremetal.gpu.plugins.module_utils.support import gpu_generation
 
 VARIABLE = 'nvidia_driver_fabric_manager'
@@ -198,9 +199,6 @@ def report(system_kind, smi):
     node has no nvidia-smi. Returns ``{'read': bool, 'gpus': [{index, name, state, status}], 'judged': bool,
     'problems': [...], 'summary': str}``; ``judged`` only on an NVSwitch system with Hopper-or-newer GPUs read.
     """
-    # Imported here: nvidia_smi's parser is not needed by the decision functions above.
-    from ansible_collections.baremetal.gpu.plugins.module_utils.nvidia_smi import fabric_gpus, fabric_problems
-
     smi = smi if isinstance(smi, dict) else {}
     nvswitch = system_kind == 'hgx_nvswitch'
     out = {'read': False, 'gpus': [], 'judged': False, 'problems': [], 'summary': ''}
