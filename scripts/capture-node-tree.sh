@@ -31,6 +31,11 @@ for dev in /sys/bus/pci/devices/*; do
   for f in vendor device class subsystem_vendor subsystem_device; do
     copy_file "$dev/$f"
   done
+  # The kernel driver bound to the function (gpu_health reads it): kept as a link to its name only.
+  if [[ -L $dev/driver ]]; then
+    mkdir -p "$dest$dev"
+    ln -s "../../drivers/$(basename "$(readlink "$dev/driver")")" "$dest$dev/driver"
+  fi
 done
 copy_file /proc/modules
 copy_file /proc/driver/nvidia/version
@@ -77,10 +82,16 @@ record lspci lspci -Dnn -d 10de:
 record mokutil mokutil --sb-state
 # shellcheck disable=SC2016  # dpkg-query's own ${...} format, not shell
 record dpkg-query dpkg-query -W '-f=${db:Status-Abbrev} ${Package} ${Version}\n'
-# Only the NVIDIA packages: the rest of the package list is noise (and long).
-grep -E 'nvidia' "$dest/commands/dpkg-query.out" >"$dest/commands/dpkg-query.nvidia" || true
+# Only what the module reads: the NVIDIA driver stack (node_facts.NVIDIA_STACK_PACKAGE, libxnvctrl0 and
+# libcuda1 too) and the kernel packages; the rest of the package list is noise (and long).
+grep -E '^[^ ]+ +(nvidia|libnvidia-|libxnvctrl|libcuda|firmware-nvidia-|kmod-nvidia|xserver-xorg-video-nvidia-|linux-)' \
+  "$dest/commands/dpkg-query.out" >"$dest/commands/dpkg-query.nvidia" || true
 mv "$dest/commands/dpkg-query.nvidia" "$dest/commands/dpkg-query.out"
 record systemctl-is-enabled systemctl is-enabled rke2-server rke2-agent
 uname -r >"$dest/commands/uname-r.out"
+# Where the module's which() finds the programs it looks for (nvidia-smi and the container runtimes).
+for prog in nvidia-smi containerd docker crio podman runc crun nvidia-container-runtime nvidia-ctk; do
+  path=$(command -v "$prog" 2>/dev/null) && printf '%s %s\n' "$prog" "$path"
+done >"$dest/commands/which.out" || true
 tar -C "$dest" --owner=0 --group=0 --numeric-owner -cf "$out" .
 echo "captured into $out"

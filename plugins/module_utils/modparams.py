@@ -85,11 +85,22 @@ def parse_proc_params(text):
     return out
 
 
+def _kernel_uint(text):
+    """A number as the kernel reads a module parameter (kstrtouint with base 0): 0x... hexadecimal, a leading 0
+    octal (NVreg_DeviceFileMode=0666 is 438, which /proc/driver/nvidia/params prints), else decimal."""
+    text = text.strip()
+    if text[:2].lower() == '0x':
+        return int(text[2:], 16)
+    if len(text) > 1 and text[0] == '0':
+        return int(text[1:], 8)
+    return int(text, 10)
+
+
 def _same(want, got):
     if want == got:
         return True
     try:
-        return int(want, 0) == int(got, 0)
+        return _kernel_uint(want) == _kernel_uint(got)
     except ValueError:
         return False
 

@@ -5,11 +5,12 @@
 Node facts come from the real lspci captures (tests/fixtures/lspci) through node_facts.pci. No real
 ``apt-cache policy`` of the Fabric Manager packages was captured: the policy texts below follow the real
 format of tests/fixtures/apt/ubuntu2404-policy.txt with the version FIELD.md C.1 records for
-nvidia-fabricmanager-580 in noble-updates on 2026-11-24 (580.178.04-0ubuntu0.24.04.1), and say so. No real
-/proc/driver/nvidia/params was captured either: the text below is written in the format NVIDIA's
+nvidia-fabricmanager-580 in noble-updates on 2026-11-24 (580.178.04-0ubuntu0.24.04.1), and say so. PROC_PARAMS
+below is written in the format NVIDIA's
 nv-procfs.c prints (nv_procfs_read_params: "%s: %u" for numbers, strings in double quotes; NVIDIA
 open-gpu-kernel-modules kernel-open/nvidia/nv-procfs.c at 1739a20efc4acb55fd1dc53dcc66057b70c2613c) with
-parameter names from that file's table.
+parameter names from that file's table; a real /proc/driver/nvidia/params of an H100 (tests/fixtures/device)
+is read by test_real_proc_params_of_an_h100.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -200,6 +201,30 @@ def test_params_mismatches():
     assert modparams.mismatches({'NVreg_EnableStreamMemOPs': '1', 'NVreg_NoSuchThing': '1'}, PROC_PARAMS) == [
         'NVreg_EnableStreamMemOPs: asked 1, the loaded module runs with 0 (applied at the next module load: reboot)',
         'NVreg_NoSuchThing: the loaded nvidia module has no parameter NoSuchThing (/proc/driver/nvidia/params)']
+
+
+# The real file, read on a lent H100 machine with the open module 580.159.04 loaded (2026-11-26,
+# tests/fixtures/device/SOURCE.md): 42 parameters, strings in double quotes, empty ones as "".
+REAL_PARAMS = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'device', 'h100-vm-2026-11-26',
+                           'proc-driver-nvidia-params.txt')
+
+
+def test_real_proc_params_of_an_h100():
+    with open(REAL_PARAMS) as handle:
+        text = handle.read()
+    got = modparams.parse_proc_params(text)
+    assert len(got) == len(text.splitlines()) == 42
+    assert got['NvLinkDisable'] == '1' and got['EnableGpuFirmware'] == '18' and got['DeviceFileMode'] == '438'
+    assert got['RegistryDwords'] == '' and got['CoherentGPUMemoryMode'] == ''
+    # What nvidia_driver_module_params would ask, compared with that machine's module. The kernel reads a leading
+    # 0 as octal and /proc prints decimal: 0666 is the 438 there (it was reported as a mismatch before this capture).
+    assert modparams.mismatches({'NVreg_DeviceFileMode': '0666', 'NVreg_EnableMSI': 1, 'NVreg_EnableGpuFirmware': '0x12'},
+                                text) == []
+    assert modparams.mismatches({'NVreg_DeviceFileMode': '0660'}, text) == [
+        'NVreg_DeviceFileMode: asked 0660, the loaded module runs with 438 (applied at the next module load: reboot)']
+    assert modparams.mismatches({'NVreg_EnableStreamMemOPs': 1, 'NVreg_NvLinkDisable': 0}, text) == [
+        'NVreg_EnableStreamMemOPs: asked 1, the loaded module runs with 0 (applied at the next module load: reboot)',
+        'NVreg_NvLinkDisable: asked 0, the loaded module runs with 1 (applied at the next module load: reboot)']
 
 
 def test_driver_version_from_the_simulation_else_the_installed_package():

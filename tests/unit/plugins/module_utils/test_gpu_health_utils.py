@@ -57,6 +57,8 @@ INFO_WIDTH = ('pcie_link_width', 'info', 'NONE')
 EXPECTED = {
     # P0, gpu_idle Active, gen 5/5, width 16x/16x, ECC 0, rows not pending, fabric N/A
     'device__h100-80gb-hbm3__580.159.04.xml': ('healthy', []),
+    # the same on another lent H100 (P0, gen 5/5 and 16x/16x at lines 85-93, ECC on, fabric N/A at 299-300)
+    'device__h100-80gb-hbm3__580.159.04__vm-2026-11-26.xml': ('healthy', []),
     # P8 (idle), gen 1 of 4: power saving; sw_power_cap Active is not a hardware slowdown
     'telegraf__3090-v13.xml': ('healthy', [(0,) + INFO_GEN]),
     # attached_gpus 4 but one <gpu> kept (trimmed by the project): a partial output

@@ -35,6 +35,11 @@ EXPECTED = {
     'device__h100-80gb-hbm3__580.159.04.xml': ('580.159.04', '13.0', 1, 13, [
         gpu(0, 'NVIDIA H100 80GB HBM3', 'GPU-00000000-0000-0000-0000-000000000000', '00000000:00:06.0',
             0, 81559, 'Enabled', 'Disabled', 'Enabled', virt='Pass-Through')]),
+    # the same GPU model and driver on another lent machine, read through Ansible (tests/fixtures/device/SOURCE.md;
+    # masked the same way): lines 5-7, 9, 15, 18 (Disabled), 31, 33, 65 (Pass-Through), 129, 168
+    'device__h100-80gb-hbm3__580.159.04__vm-2026-11-26.xml': ('580.159.04', '13.0', 1, 13, [
+        gpu(0, 'NVIDIA H100 80GB HBM3', 'GPU-00000000-0000-0000-0000-000000000000', '00000000:00:06.0',
+            0, 81559, 'Enabled', 'Disabled', 'Enabled', virt='Pass-Through')]),
     # lines 5-7, 9, 15, 18, 21-22 ("None"), 31, 33, 65, 81, 129, 144, 168
     'telegraf__3090-v13.xml': ('590.44.01', '13.1', 1, 13, [
         gpu(0, 'NVIDIA GeForce RTX 3090', 'GPU-12345678-aaaa-bbbb-cccc-0123456789ab', '00000000:09:00.0',
@@ -123,7 +128,7 @@ def read(name):
 def test_every_fixture_has_expectations():
     on_disk = sorted(f for f in os.listdir(FIXTURES) if f.endswith('.xml'))
     assert on_disk == sorted(EXPECTED)
-    assert len(on_disk) == 21
+    assert len(on_disk) == 22
 
 
 @pytest.mark.parametrize('name', sorted(EXPECTED))
@@ -425,6 +430,7 @@ def fixture_bytes(name):
 # (DTD v10/v11 and the 418 files) give None.
 FABRIC_ARCH = {
     'device__h100-80gb-hbm3__580.159.04.xml': ['Hopper'],
+    'device__h100-80gb-hbm3__580.159.04__vm-2026-11-26.xml': ['Hopper'],     # line 11; <fabric> N/A at 299-300
     'telegraf__3090-v13.xml': ['Ampere'],
     'telegraf__a100-sxm4-v12.xml': ['Ampere'],
     'telegraf__a10g.xml': ['Ampere'],
