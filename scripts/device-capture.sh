@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Capture, on a machine with an NVIDIA GPU, what the collection's read-only parts read there and what they
 # conclude: the node tree gpu_node_facts reads (scripts/capture-node-tree.sh), the raw answers of nvidia-smi,
-# /proc/driver/nvidia and the kernel log, and the results of gpu_node_facts, nvidia_smi, gpu_health and the
-# preflight role run on the machine itself (scripts/device-capture.yml, connection local).
+# /proc/driver/nvidia and the kernel log, and the results of gpu_node_facts, nvidia_smi, gpu_health, the preflight
+# role, the verify role's node checks and playbooks/gpu_health.yml's report, run on the machine itself
+# (scripts/device-capture.yml, connection local).
 #
 #   bash scripts/device-capture.sh OUTDIR        (as root, on the GPU machine; ansible-core importable)
 #
@@ -61,7 +62,8 @@ ansible-playbook --version >"$out/raw/ansible-version.out" 2>&1
 cd "$out" || exit 1   # the preflight report's relative directory and the play's files land here
 start=$(date +%s.%N)
 timeout 300 ansible-playbook -i "$collections/inventory.ini" "$root/scripts/device-capture.yml" \
-  -e preflight_report_dir="$out/reports" -e preflight_fail_on_blockers=false >"$out/playbook.log" 2>&1
+  -e preflight_report_dir="$out/reports" -e preflight_fail_on_blockers=false -e gpu_health_report_dir="$out/reports" \
+  >"$out/playbook.log" 2>&1
 echo $? >"$out/playbook.rc"
 end=$(date +%s.%N)
 echo "playbook rc $(cat "$out/playbook.rc") in $(python3 -c "print(round($end - $start, 1))") s" | tee -a "$out/playbook.log"

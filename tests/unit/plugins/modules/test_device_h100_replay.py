@@ -160,3 +160,30 @@ def test_preflight_report_parts_as_on_the_machine():
     assert host['ready'] is False and len(host['blockers']) == 1
     assert 'no installed kernel' in host['blockers'][0]
     assert host['driver_plan']['branch'] == '580' and host['driver_plan']['kernel_module'] == 'open'
+
+
+# ---- the roles, from the third run (another H100; scripts/device-capture.yml's last two plays) -------------
+
+def test_verify_role_recorded_what_nvidia_smi_read():
+    # The verify role's node checks passed there (no failure kept) with the expectations of the machine
+    # (branch 580, 1 GPU); what it recorded is the module's reading, field by field.
+    verify = seen('verify')
+    assert verify['failure'] is None
+    observed, smi = verify['verify_observed'], seen('nvidia_smi')
+    for key in ('cuda_version', 'device_plugin_gpus', 'driver_branch', 'driver_version', 'gpu_count',
+                'mig_device_count', 'status'):
+        assert observed[key] == smi[key], key
+    assert observed['products'] == [gpu['name'] for gpu in smi['gpus']]
+    assert observed['summary'] == 'driver 580.159.04 (branch 580, CUDA 13.0), 1 GPU(s): NVIDIA H100 80GB HBM3'
+    assert observed['node_name'] == 'vm'                  # uname -n there
+
+
+def test_gpu_health_report_carries_the_module_result():
+    report = seen('gpu-health-report')
+    assert report['action'] == 'report'
+    node, module = report['nodes']['device'], seen('gpu_health')
+    for key in ('commands', 'counts', 'driver_version', 'findings', 'gpu_count', 'pci_gpu_count', 'reason',
+                'sources', 'verdict', 'xid_catalog'):
+        assert node[key] == module[key], key
+    assert node['gpus'] == [{'findings': 0, 'index': 0, 'name': 'NVIDIA H100 80GB HBM3', 'pci_bus_id': '00000000:00:06.0',
+                             'processes': 0, 'uuid': 'GPU-00000000-0000-0000-0000-000000000000', 'verdict': 'healthy'}]
