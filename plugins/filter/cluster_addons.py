@@ -39,6 +39,15 @@ def counters_fields(csv_text):
     return cluster_addons.counters_fields(csv_text)
 
 
+def dcgm_counters(gpu_class, base_text, ecc_metrics=None, health_metrics=None, custom_metrics=None,
+                  ecc_enabled=True, health_enabled=True):
+    try:
+        return cluster_addons.dcgm_counters(gpu_class or '', base_text, ecc_metrics, health_metrics, custom_metrics,
+                                            boolean(ecc_enabled, strict=True), boolean(health_enabled, strict=True))
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError('baremetal.gpu.dcgm_counters: %s' % exc)
+
+
 def dcgm_dashboard(dashboard, exported=None, profiling=True):
     return cluster_addons.dcgm_dashboard(dashboard, exported, profiling)
 
@@ -110,6 +119,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'counters_fields': counters_fields,
+            'dcgm_counters': dcgm_counters,
             'crd_api_versions': crd_api_versions,
             'crds_served': crds_served,
             'dcgm_dashboard': dcgm_dashboard,

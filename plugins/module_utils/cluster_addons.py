@@ -74,6 +74,36 @@ def counters_fields(csv_text):
     return out
 
 
+def dcgm_counters(gpu_class, base_text, ecc_metrics=None, health_metrics=None, custom_metrics=None,
+                  ecc_enabled=True, health_enabled=True):
+    """What dcgm-exporter's counters list holds for ``gpu_class`` (the one decision dcgm_exporter renders and
+    kube_prometheus' dashboard and alerts follow, through dcgm_exporter's ``collectors`` entry point).
+
+    ``base_text``: the class's list as carried by the role (dcp-metrics-included.csv, geforce-counters.csv);
+    ``ecc_metrics``: the ECC counters added on the datacenter class when ``ecc_enabled``; ``health_metrics``: a dict
+    class -> the metrics gpu_health's alerts need, added when ``health_enabled``; ``custom_metrics``: the user's.
+    Returns ``{'base_lines': [...], 'added': [...]}``: the active lines of the list (trimmed, no comment, no empty
+    line), then the metrics to add after them in that order, each name once and none the list already has. An
+    unknown class ('': no GPU product found) gives two empty lists.
+    """
+    if not gpu_class:
+        return {'base_lines': [], 'added': []}
+    lines = [line.strip() for line in (base_text or '').splitlines()]
+    lines = [line for line in lines if line and not line.startswith('#')]
+    present = set(counters_fields('\n'.join(lines)))
+    candidates = ((list(ecc_metrics or []) if gpu_class == 'datacenter' and ecc_enabled else [])
+                  + (list((health_metrics or {}).get(gpu_class) or []) if health_enabled else [])
+                  + list(custom_metrics or []))
+    added, names = [], set()
+    for metric in candidates:
+        name = metric.get('name')
+        if name in present or name in names:
+            continue
+        names.add(name)
+        added.append(metric)
+    return {'base_lines': lines, 'added': added}
+
+
 def dcgm_names(data):
     """Every DCGM_* name used anywhere in ``data`` (a dashboard, a rule, a string), sorted."""
     text = data if isinstance(data, str) else json.dumps(data, sort_keys=True)

@@ -40,6 +40,44 @@ def test_counters_fields_of_the_carried_lists():
     assert cluster_addons.counters_fields('# comment\n\n  A, gauge, x\nB,counter,y') == ['A', 'B']
 
 
+ECC = [{'name': 'DCGM_FI_DEV_ECC_SBE_VOL_TOTAL', 'type': 'counter', 'help': 'single-bit'},
+       {'name': 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 'type': 'counter', 'help': 'double-bit'}]
+HEALTH = {'geforce': [{'name': 'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS', 'type': 'gauge', 'help': 'reasons'}],
+          'datacenter': [{'name': 'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS', 'type': 'gauge', 'help': 'reasons'},
+                         {'name': 'DCGM_FI_DEV_ECC_DBE_AGG_TOTAL', 'type': 'counter', 'help': 'aggregate'},
+                         {'name': 'DCGM_FI_DEV_XID_ERRORS', 'type': 'gauge', 'help': 'already in the list'}]}
+
+
+def test_dcgm_counters_of_the_carried_lists():
+    text = read(os.path.join(DCGM_FILES, 'dcp-metrics-included.csv'))
+    got = cluster_addons.dcgm_counters('datacenter', text, ECC, HEALTH, [{'name': 'DCGM_FI_DEV_FAN_SPEED'}])
+    # The active lines as the file has them, trimmed: no comment (the ECC lines are commented out upstream).
+    assert got['base_lines'] == [line.strip() for line in text.splitlines()
+                                 if line.strip() and not line.strip().startswith('#')]
+    assert cluster_addons.counters_fields('\n'.join(got['base_lines'])) == cluster_addons.counters_fields(text)
+    # ECC first, then health (the throttle reasons once, the aggregate ECC; the Xid field the list has is left
+    # out), then the custom metric.
+    assert [m['name'] for m in got['added']] == [
+        'DCGM_FI_DEV_ECC_SBE_VOL_TOTAL', 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS',
+        'DCGM_FI_DEV_ECC_DBE_AGG_TOTAL', 'DCGM_FI_DEV_FAN_SPEED']
+
+
+def test_dcgm_counters_switches_and_classes():
+    geforce = read(os.path.join(DCGM_FILES, 'geforce-counters.csv'))
+    # No ECC counters on GeForce (no ECC there), whatever ecc_enabled says.
+    got = cluster_addons.dcgm_counters('geforce', geforce, ECC, HEALTH, None)
+    assert [m['name'] for m in got['added']] == ['DCGM_FI_DEV_CLOCK_THROTTLE_REASONS']
+    got = cluster_addons.dcgm_counters('datacenter', geforce, ECC, HEALTH, None, ecc_enabled=False,
+                                       health_enabled=False)
+    assert got['added'] == []
+    # A custom metric the list already has, or given twice, is added once at most.
+    got = cluster_addons.dcgm_counters('geforce', geforce, None, None,
+                                       [{'name': 'DCGM_FI_DEV_GPU_TEMP'}, {'name': 'X'}, {'name': 'X', 'type': 'counter'}])
+    assert got['added'] == [{'name': 'X'}]
+    # An unknown class (auto found no product): nothing, not a guess.
+    assert cluster_addons.dcgm_counters('', geforce, ECC, HEALTH, [{'name': 'X'}]) == {'base_lines': [], 'added': []}
+
+
 @pytest.mark.parametrize('products,expected', [
     (['NVIDIA GeForce RTX 3090'], 'geforce'),
     (['NVIDIA A100-SXM4-80GB', 'Tesla T4'], 'datacenter'),
