@@ -53,8 +53,9 @@ collections=$(mktemp -d)
 mkdir -p "$collections/ansible_collections/baremetal"
 ln -s "$root" "$collections/ansible_collections/baremetal/gpu"
 python=$(command -v python3)
-printf '[gpu_nodes]\ndevice ansible_connection=local ansible_python_interpreter=%s ansible_become=false\n' "$python" \
-  >"$collections/inventory.ini"
+# k8s_control is named by the plays that look for the API host; empty here (no cluster), so no warning.
+printf '[gpu_nodes]\ndevice ansible_connection=local ansible_python_interpreter=%s ansible_become=false\n[k8s_control]\n' \
+  "$python" >"$collections/inventory.ini"
 export ANSIBLE_COLLECTIONS_PATH=$collections ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false CAPTURE_DIR=$out \
   ANSIBLE_NOCOLOR=1 ANSIBLE_FORCE_COLOR=0 \
   ANSIBLE_LOCAL_TEMP=$collections/tmp ANSIBLE_REMOTE_TEMP=$collections/rtmp LC_ALL=C.UTF-8
