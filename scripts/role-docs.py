@@ -17,8 +17,8 @@ Checks per role (public roles; roles whose name starts with "_" are internal):
 The OS support matrix (issue 14 item 13): OS_MATRIX in plugins/module_utils/support.py is the only list
 of supported operating systems. This script
   - writes the table of README.md between <!-- BEGIN OS MATRIX --> and <!-- END OS MATRIX --> from it;
-  - checks that meta/main.yml galaxy_info.platforms of every host role (HOST_ROLES) lists exactly the
-    platforms of OS_MATRIX (galaxy_platform, galaxy_version), neither more nor fewer;
+  - writes meta/main.yml galaxy_info.platforms of every host role (HOST_ROLES) from OS_MATRIX
+    (galaxy_platform, galaxy_version; with --check, fails where it differs);
   - checks that every role's meta/main.yml min_ansible_version is the floor of meta/runtime.yml
     requires_ansible (the roles said 2.17 while the collection requires 2.19).
 """
@@ -36,7 +36,8 @@ END = "<!-- END VARIABLES -->"
 MATRIX_BEGIN = "<!-- BEGIN OS MATRIX -->"
 MATRIX_END = "<!-- END OS MATRIX -->"
 # Roles that run on the GPU nodes and so support exactly the OS matrix.
-HOST_ROLES = ("nvidia_driver", "container_toolkit", "rke2_nvidia_runtime", "preflight", "upgrade", "uninstall")
+HOST_ROLES = ("nvidia_driver", "container_toolkit", "rke2_nvidia_runtime", "preflight", "upgrade", "uninstall",
+              "gpu_health")
 
 
 def load_support():
@@ -67,23 +68,44 @@ def matrix_table(matrix):
     return "\n".join(lines)
 
 
-def check_platforms(role_dir, matrix):
+def platforms_block(matrix):
+    """The galaxy_info.platforms block of a host role's meta/main.yml, written from the OS matrix (platforms and
+    versions in matrix order; a version that is a number is quoted, as Galaxy wants a string)."""
+    order, versions = [], {}
+    for row in matrix:
+        name = row["galaxy_platform"]
+        if name not in versions:
+            order.append(name)
+            versions[name] = []
+        version = str(row["galaxy_version"])
+        if version not in versions[name]:
+            versions[name].append(version)
+    lines = ["  platforms:"]
+    for name in order:
+        shown = ['"%s"' % v if v.isdigit() else v for v in versions[name]]
+        lines += ["    - name: %s" % name, "      versions: [%s]" % ", ".join(shown)]
+    return "\n".join(lines) + "\n"
+
+
+def check_platforms(role_dir, matrix, write):
+    """meta/main.yml galaxy_info.platforms of a host role is the block platforms_block() writes from the OS matrix:
+    rewritten in place (write), else an error when it differs."""
     role = os.path.basename(role_dir)
-    meta = load(os.path.join(role_dir, "meta", "main.yml")) or {}
-    platforms = (meta.get("galaxy_info") or {}).get("platforms") or []
-    have = set()
-    for platform in platforms:
-        for version in platform.get("versions") or []:
-            have.add((platform.get("name"), str(version)))
-    want = matrix_platforms(matrix)
-    errors = []
-    if have - want:
-        errors.append("%s: meta/main.yml galaxy_info.platforms lists %s, which the OS matrix (plugins/module_utils/"
-                      "support.py OS_MATRIX) does not support" % (role, ", ".join("%s %s" % p for p in sorted(have - want))))
-    if want - have:
-        errors.append("%s: meta/main.yml galaxy_info.platforms lacks %s of the OS matrix (plugins/module_utils/"
-                      "support.py OS_MATRIX)" % (role, ", ".join("%s %s" % p for p in sorted(want - have))))
-    return errors
+    path = os.path.join(role_dir, "meta", "main.yml")
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    match = re.search(r"^  platforms:\n(?:    .*\n)*", text, re.M)
+    if not match:
+        return ["%s: meta/main.yml has no galaxy_info.platforms block" % role]
+    want = platforms_block(matrix)
+    if match.group(0) == want:
+        return []
+    if write:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text[:match.start()] + want + text[match.end():])
+        return []
+    return ["%s: meta/main.yml galaxy_info.platforms differs from the OS matrix (plugins/module_utils/support.py "
+            "OS_MATRIX); run scripts/role-docs.py" % role]
 
 
 def requires_ansible_floor():
@@ -221,7 +243,7 @@ def main(argv):
         errors.extend(check_min_ansible(role_dir, floor))
     matrix = load_support().OS_MATRIX
     for role in HOST_ROLES:
-        errors.extend(check_platforms(os.path.join(ROOT, "roles", role), matrix))
+        errors.extend(check_platforms(os.path.join(ROOT, "roles", role), matrix, write))
     errors.extend(check_readme_matrix(matrix, write))
     for err in errors:
         print("role-docs: " + err)
