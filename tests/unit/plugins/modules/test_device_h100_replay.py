@@ -46,6 +46,7 @@ ARGS = {
     'nvidia_smi': {},
     'nvidia_smi_met': {'driver_branch': '580', 'gpu_count': '1'},
     'nvidia_smi_unmet': {'gpu_count': '2', 'product': 'A100'},
+    'nvidia_smi_extras': {'persistence_mode': 'Enabled', 'mig_mode': 'Disabled', 'fabric_complete': True},
     'gpu_health': {},
     'gpu_health_expect_more': {'expected_gpu_count': '2'},
     'gpu_health_dcgm': {'dcgm_diag_level': 1, 'dcgm_diag_timeout': 120},
@@ -119,6 +120,21 @@ def test_nvidia_smi_unmet_expectations_as_on_the_machine(monkeypatch):
     assert there['mismatches'] == [
         'gpu_count: expected 2, found 1',
         "GPU 0 (00000000:00:06.0) product: expected to match 'A100', found 'NVIDIA H100 80GB HBM3'"]
+
+
+def test_nvidia_smi_host_extras_expectations_as_on_the_machine(monkeypatch):
+    # From the fourth machine (SOURCE.md): its reading gave the same GPU list as the second machine's capture
+    # replayed here (masked UUID included). Persistence mode Enabled and MIG Disabled are met; a complete NVLink
+    # fabric is not, on a PCIe H100 without NVSwitch (state and status N/A): the expectation the driver role sets
+    # only on an NVSwitch system (nvidia_driver_fabric_manager), shown here failing where it must.
+    name = 'nvidia_smi_extras'
+    there = seen(name)
+    harness = test_nvidia_smi.Harness(monkeypatch)
+    here = harness.run(ARGS[name], (0, test_nvidia_smi.xml(XML), ''), expect=AnsibleFailJson)
+    assert module_keys(here, ['elapsed']) == module_keys(there, ['elapsed'])
+    assert there['mismatches'] == [
+        "GPU 0 (00000000:00:06.0, NVIDIA H100 80GB HBM3): fabric state N/A, status N/A (expected Completed, Success: "
+        "is nvidia-fabricmanager running at the driver's version?)"]
 
 
 # ---- gpu_health ----------------------------------------------------------------------------------------
