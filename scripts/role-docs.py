@@ -49,11 +49,6 @@ def load_support():
     return module
 
 
-def matrix_platforms(matrix):
-    """{(galaxy platform, version)} of the OS matrix."""
-    return set((row["galaxy_platform"], str(row["galaxy_version"])) for row in matrix)
-
-
 def matrix_table(matrix):
     lines = ["| OS | key (`distribution-major`) | Galaxy platform | tested here |", "|---|---|---|---|"]
     for row in matrix:
