@@ -25,7 +25,7 @@ from ansible_collections.baremetal.gpu.plugins.module_utils import fabric, kerne
 from ansible_collections.baremetal.gpu.plugins.modules import gpu_health
 from ansible_collections.baremetal.gpu.tests.unit.plugins.module_utils.test_node_facts import Recorded
 from ansible_collections.baremetal.gpu.tests.unit.plugins.modules import test_gpu_health, test_nvidia_smi
-from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import AnsibleFailJson
+from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import AnsibleExitJson, AnsibleFailJson
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures')
 DEVICE = os.path.join(FIXTURES, 'device', 'h100-vm-2026-11-26')
@@ -102,21 +102,24 @@ def test_the_gpu_is_bound_to_nvidia_in_the_captured_tree(tree):
 
 # ---- nvidia_smi ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize('name', ['nvidia_smi', 'nvidia_smi_met'])
-def test_nvidia_smi_as_on_the_machine(monkeypatch, name):
+def replay_nvidia_smi(monkeypatch, name, expect=AnsibleExitJson):
+    """nvidia_smi's main() on the captured XML with the arguments the machine's run had; its result must be the
+    machine's, key by key. Returns the machine's result."""
     there = seen(name)
     harness = test_nvidia_smi.Harness(monkeypatch)
-    here = harness.run(ARGS[name], (0, test_nvidia_smi.xml(XML), ''))
+    here = harness.run(ARGS[name], (0, test_nvidia_smi.xml(XML), ''), expect=expect)
     assert module_keys(here, ['elapsed']) == module_keys(there, ['elapsed'])
+    return there
+
+
+@pytest.mark.parametrize('name', ['nvidia_smi', 'nvidia_smi_met'])
+def test_nvidia_smi_as_on_the_machine(monkeypatch, name):
+    there = replay_nvidia_smi(monkeypatch, name)
     assert there['status'] == 'ok' and there['mismatches'] == [] and there['driver_version'] == '580.159.04'
 
 
 def test_nvidia_smi_unmet_expectations_as_on_the_machine(monkeypatch):
-    name = 'nvidia_smi_unmet'
-    there = seen(name)
-    harness = test_nvidia_smi.Harness(monkeypatch)
-    here = harness.run(ARGS[name], (0, test_nvidia_smi.xml(XML), ''), expect=AnsibleFailJson)
-    assert module_keys(here, ['elapsed']) == module_keys(there, ['elapsed'])
+    there = replay_nvidia_smi(monkeypatch, 'nvidia_smi_unmet', AnsibleFailJson)
     assert there['mismatches'] == [
         'gpu_count: expected 2, found 1',
         "GPU 0 (00000000:00:06.0) product: expected to match 'A100', found 'NVIDIA H100 80GB HBM3'"]
@@ -127,11 +130,7 @@ def test_nvidia_smi_host_extras_expectations_as_on_the_machine(monkeypatch):
     # replayed here (masked UUID included). Persistence mode Enabled and MIG Disabled are met; a complete NVLink
     # fabric is not, on a PCIe H100 without NVSwitch (state and status N/A): the expectation the driver role sets
     # only on an NVSwitch system (nvidia_driver_fabric_manager), shown here failing where it must.
-    name = 'nvidia_smi_extras'
-    there = seen(name)
-    harness = test_nvidia_smi.Harness(monkeypatch)
-    here = harness.run(ARGS[name], (0, test_nvidia_smi.xml(XML), ''), expect=AnsibleFailJson)
-    assert module_keys(here, ['elapsed']) == module_keys(there, ['elapsed'])
+    there = replay_nvidia_smi(monkeypatch, 'nvidia_smi_extras', AnsibleFailJson)
     assert there['mismatches'] == [
         "GPU 0 (00000000:00:06.0, NVIDIA H100 80GB HBM3): fabric state N/A, status N/A (expected Completed, Success: "
         "is nvidia-fabricmanager running at the driver's version?)"]
