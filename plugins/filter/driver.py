@@ -87,6 +87,39 @@ def initramfs_contains(listing, path):
     return any(line.strip().lstrip('./').lstrip('/') == wanted for line in (listing or '').splitlines())
 
 
+def initramfs_verified(now, recorded=None):
+    """The kernels whose initramfs exists and is what the role verified before: same mtime, same blacklist checksum.
+
+    ``now``: kernel -> {exists, mtime, blacklist} (stat of each initramfs and the blacklist's checksum), in the
+    plan's kernel order; ``recorded``: kernel -> {mtime, blacklist} from the role's state file.
+    """
+    recorded = recorded or {}
+    out = []
+    for kernel, state in (now or {}).items():
+        rec = recorded.get(kernel) or {}
+        if state.get('exists') and rec.get('mtime') == state.get('mtime') and rec.get('blacklist') == state.get('blacklist'):
+            out.append(kernel)
+    return out
+
+
+def initramfs_stale(listings, now, path, blacklist=None):
+    """The kernels whose initramfs lacks the blacklist file ``path``, from the results of a listing loop.
+
+    Stale: no initramfs, a listing that failed or did not run (no rc 0), a listing without the file, or an
+    initramfs older than the file (``blacklist``: its stat, when it exists).
+    """
+    blacklist = blacklist or {}
+    out = []
+    for listing in listings or []:
+        kernel = listing.get('item')
+        state = (now or {}).get(kernel) or {}
+        if (not state.get('exists') or listing.get('rc') != 0
+                or not initramfs_contains(listing.get('stdout', ''), path)
+                or (blacklist.get('exists') and state.get('mtime') < blacklist.get('mtime'))):
+            out.append(kernel)
+    return out
+
+
 class FilterModule(object):
 
     def filters(self):
@@ -102,5 +135,7 @@ class FilterModule(object):
             'driver_upgrade_target': driver_upgrade_target,
             'driver_desired_branch': driver_desired_branch,
             'initramfs_contains': initramfs_contains,
+            'initramfs_verified': initramfs_verified,
+            'initramfs_stale': initramfs_stale,
             'gpg_primary_fingerprints': gpg_primary_fingerprints,
         }

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import calendar
 import datetime
 import re
@@ -96,6 +97,21 @@ def service_restart_reason(show_text, stat_results, changed_now=False):
     return ''
 
 
+def files_by_marker(results, marker):
+    """Sort the files a slurp loop read into those carrying ``marker`` (``own``) and the others (``user``).
+
+    A file that could not be read (absent: no ``content``) is in neither list. Returns {'own': [...], 'user': [...]}
+    of the loop items, in the loop's order.
+    """
+    out = {'own': [], 'user': []}
+    for result in results or []:
+        if result.get('content') is None:
+            continue
+        text = base64.b64decode(result['content']).decode('utf-8', 'replace')
+        out['own' if marker in text else 'user'].append(result.get('item'))
+    return out
+
+
 class FilterModule(object):
 
     def filters(self):
@@ -108,4 +124,5 @@ class FilterModule(object):
             'systemd_timestamp': systemd_timestamp,
             'systemd_not_enabled': systemd_not_enabled,
             'service_restart_reason': service_restart_reason,
+            'files_by_marker': files_by_marker,
         }

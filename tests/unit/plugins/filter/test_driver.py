@@ -1,11 +1,12 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The filters of plugins/filter/driver.py, on captured outputs (tests/fixtures/apt, tests/fixtures/dkms)."""
+"""The filters of plugins/filter/driver.py, on captured outputs (tests/fixtures/apt, tests/fixtures/dkms, tests/fixtures/initramfs)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 
 import pytest
@@ -26,7 +27,8 @@ def fixture(*path):
 def test_every_filter_is_registered():
     assert sorted(FILTERS) == ['apt_simulation', 'dkms_build_error', 'dkms_status', 'driver_desired_branch', 'driver_modules',
                                'driver_plan', 'driver_upgrade_target',
-                               'gpg_primary_fingerprints', 'initramfs_contains', 'modinfo', 'nvidia_reboot_decision',
+                               'gpg_primary_fingerprints', 'initramfs_contains', 'initramfs_stale', 'initramfs_verified',
+                               'modinfo', 'nvidia_reboot_decision',
                                'nvidia_reboot_record_after']
 
 
@@ -90,3 +92,55 @@ def test_desired_state_filters():
     assert FILTERS['driver_upgrade_target']('595', '580')['errors']
     got = FILTERS['driver_desired_branch']({'driver_installed_branches': ['595']}, None, '580')
     assert got['branch'] == '595' and got['source'] == 'installed'
+
+
+# tests/fixtures/initramfs: a real listing of the Debian 12 node's initramfs and the role's record of it.
+BLACKLIST = '/etc/modprobe.d/blacklist-nouveau.conf'
+KERNEL = '6.1.0-50-amd64'
+CHECKSUM = 'a3123d4199bdc713d0da2f456b9a94024c50b36a88ed8bde29d0cf0b943dc980'
+
+
+def record():
+    return json.loads(fixture('initramfs', 'debian12-initramfs-record.json'))
+
+
+def test_initramfs_contains_reads_a_real_listing():
+    listing = fixture('initramfs', 'debian12-lsinitramfs-etc-nvidia-535-dkms.txt')
+    assert FILTERS['initramfs_contains'](listing, BLACKLIST) is True
+    assert FILTERS['initramfs_contains'](listing, '/etc/modprobe.d/nvidia-blacklists-nouveau.conf') is True
+    assert FILTERS['initramfs_contains'](listing, '/etc/modprobe.d/blacklist-nouveau-other.conf') is False
+
+
+def test_initramfs_verified_needs_the_recorded_mtime_and_checksum():
+    rec = record()
+    now = {KERNEL: {'exists': True, 'mtime': 1795746562.1565633, 'blacklist': CHECKSUM}}
+    assert FILTERS['initramfs_verified'](now, rec) == [KERNEL]
+    # What the committed image showed: the same file, its mtime without the sub-second part.
+    committed = {KERNEL: {'exists': True, 'mtime': 1795746562.0, 'blacklist': CHECKSUM}}
+    assert FILTERS['initramfs_verified'](committed, rec) == []
+    changed = {KERNEL: {'exists': True, 'mtime': 1795746562.1565633, 'blacklist': 'another'}}
+    assert FILTERS['initramfs_verified'](changed, rec) == []
+    gone = {KERNEL: {'exists': False, 'blacklist': CHECKSUM}}
+    assert FILTERS['initramfs_verified'](gone, rec) == []
+    assert FILTERS['initramfs_verified'](now, {}) == []
+    assert FILTERS['initramfs_verified'](now) == []
+
+
+def test_initramfs_stale_from_the_listing_loop():
+    listing = fixture('initramfs', 'debian12-lsinitramfs-etc-nvidia-535-dkms.txt')
+    now = {KERNEL: {'exists': True, 'mtime': 1795746562.0, 'blacklist': CHECKSUM}, 'new': {'exists': False}}
+    older_file = {'exists': True, 'mtime': 1795745922.0}   # the blacklist on that node, written before the initramfs
+    ok = {'item': KERNEL, 'rc': 0, 'stdout': listing}
+    assert FILTERS['initramfs_stale']([ok], now, BLACKLIST, older_file) == []
+    assert FILTERS['initramfs_stale']([ok], now, BLACKLIST) == []
+    newer_file = {'exists': True, 'mtime': 1795746600.0}
+    assert FILTERS['initramfs_stale']([ok], now, BLACKLIST, newer_file) == [KERNEL]
+    without = {'item': KERNEL, 'rc': 0, 'stdout': listing.replace('etc/modprobe.d/blacklist-nouveau.conf\n', '')}
+    assert FILTERS['initramfs_stale']([without], now, BLACKLIST, older_file) == [KERNEL]
+    failed = {'item': KERNEL, 'rc': 1, 'stdout': listing}
+    skipped = {'item': KERNEL, 'skipped': True}
+    assert FILTERS['initramfs_stale']([failed], now, BLACKLIST, older_file) == [KERNEL]
+    assert FILTERS['initramfs_stale']([skipped], now, BLACKLIST, older_file) == [KERNEL]
+    missing = {'item': 'new', 'rc': 0, 'stdout': listing}
+    assert FILTERS['initramfs_stale']([ok, missing], now, BLACKLIST, older_file) == ['new']
+    assert FILTERS['initramfs_stale']([], now, BLACKLIST) == []

@@ -56,3 +56,21 @@ def test_only_the_reasons_of_roles_that_run_count(run_tags, skip_tags, restart):
     assert bool(got['restart']) is restart
     driver_runs = 'nvidia_driver' in run_tags or 'all' in run_tags
     assert got['reboot'] == (['nouveau is loaded'] if driver_runs else [])
+
+
+def test_host_values_reads_a_path_some_hosts_lack():
+    # hostvars as the planning plays see them: the map of a host whose Node was found (maintenance_node_name's
+    # answer), none for a host no Node maps to, nothing at all for a host whose planning task was skipped.
+    hostvars = {'gpu-a': {'__upgrade_map': {'name': 'n-gpu-a', 'by': 'name'}, '__upgrade_failed': True},
+                'gpu-b': {'__upgrade_map': None, '__upgrade_failed': False},
+                'gpu-c': {'__upgrade_map': {}},
+                'gpu-d': {},
+                'gpu-e': {'__upgrade_map': 'not a mapping'}}
+    hosts = ['gpu-a', 'gpu-b', 'gpu-c', 'gpu-d', 'gpu-e']
+    assert filters.host_values(hosts, hostvars, '__upgrade_map.name') == {
+        'gpu-a': 'n-gpu-a', 'gpu-b': None, 'gpu-c': None, 'gpu-d': None, 'gpu-e': None}
+    assert filters.host_values(hosts, hostvars, '__upgrade_failed', False) == {
+        'gpu-a': True, 'gpu-b': False, 'gpu-c': False, 'gpu-d': False, 'gpu-e': False}
+    # A host listed twice (k8s_control and gpu_nodes) once, in the first place it appears.
+    assert list(filters.host_values(['gpu-b', 'gpu-a', 'gpu-b'], hostvars, '__upgrade_map.by', '')) == ['gpu-b', 'gpu-a']
+    assert filters.host_values([], hostvars, '__upgrade_map.name') == {}

@@ -6,6 +6,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import os
 
 import pytest
@@ -92,3 +93,21 @@ def test_service_restart_reason_from_real_systemctl_show():
     assert runtime.service_restart_reason(missing, stats, True) == ''
     with pytest.raises(AnsibleFilterError):
         runtime.service_restart_reason('LoadState=loaded\nActiveState=active\nActiveEnterTimestamp=yesterday', stats)
+
+
+def slurped(item, text):
+    """One result of an ansible.builtin.slurp loop over a file that exists."""
+    return {'item': item, 'content': base64.b64encode(text.encode('utf-8')).decode('ascii'), 'encoding': 'base64'}
+
+
+def test_files_by_marker_sorts_ours_from_the_users():
+    marker = 'baremetal.gpu.rke2_nvidia_runtime'
+    # Ours: the role's template as it renders (its marker line); the user's: a real RKE2-generated config; an
+    # absent file: slurp's failure result (failed_when false), in neither list.
+    ours = '# %s: RKE2 v1.24.9+rke2r1 does not detect the NVIDIA runtime\n{{ template "base" . }}\n' % marker
+    users = fixture('rke2', 'config.toml.before')
+    absent = {'item': 'config-v3.toml.tmpl', 'failed': True, 'msg': 'file not found: /var/lib/rancher/rke2/agent/etc/containerd/config-v3.toml.tmpl'}
+    results = [slurped('config.toml.tmpl', ours), absent, slurped('20-nvidia.yaml', users)]
+    assert runtime.files_by_marker(results, marker) == {'own': ['config.toml.tmpl'], 'user': ['20-nvidia.yaml']}
+    assert runtime.files_by_marker([absent], marker) == {'own': [], 'user': []}
+    assert runtime.files_by_marker(None, marker) == {'own': [], 'user': []}
