@@ -158,6 +158,10 @@ def test_bad_input_refused(case, refusals):
     assert failures and failed, "case %r was accepted:\n%s" % (case["name"], stderr[-3000:])
     task, result = failed
     out = json.dumps(result, sort_keys=True)
+    if os.environ.get("BAREMETAL_REFUSALS_FILE"):
+        # Each case's refusal, one line, to compare two trees after a refactoring (docs/DEVELOPING.md).
+        with open(os.environ["BAREMETAL_REFUSALS_FILE"], "a", encoding="utf-8") as dump:
+            dump.write("%s: %s\t%s\n" % (case["role"], case["name"], str(result.get("msg", "")).replace("\n", " ")))
     # A message may hold quotes and backslashes; compare with the text, not its JSON escaping.
     text = "\n".join([out, str(result.get("msg", ""))] + [str(v) for v in (result.get("results") or [])])
     expect = case["expect"].replace("{host}", host)
