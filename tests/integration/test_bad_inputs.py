@@ -161,7 +161,7 @@ def test_bad_input_refused(case, refusals):
     if os.environ.get("BAREMETAL_REFUSALS_FILE"):
         # Each case's refusal, one line, to compare two trees after a refactoring (docs/DEVELOPING.md).
         with open(os.environ["BAREMETAL_REFUSALS_FILE"], "a", encoding="utf-8") as dump:
-            dump.write("%s: %s\t%s\n" % (case["role"], case["name"], str(result.get("msg", "")).replace("\n", " ")))
+            dump.write("%s: %s\t%s\n" % (case["role"], case["name"], str(result.get("msg", "")).replace("\n", "\\n")))
     # A message may hold quotes and backslashes; compare with the text, not its JSON escaping.
     text = "\n".join([out, str(result.get("msg", ""))] + [str(v) for v in (result.get("results") or [])])
     expect = case["expect"].replace("{host}", host)

@@ -54,8 +54,8 @@ def test_not_empty(value, ok):
     assert (one({'check': 'not_empty'}, value) == []) is ok
 
 
-@pytest.mark.parametrize('value,expected', [(5, 5), ('5', 5), (' 7 ', 7), ('3.9', 3), ('abc', 0), (None, 0), (True, 1),
-                                             ('', 0)])
+@pytest.mark.parametrize('value,expected', [
+    (5, 5), ('5', 5), (' 7 ', 7), ('3.9', 3), ('abc', 0), (None, 0), (True, 1), ('', 0)])
 def test_jinja_int(value, expected):
     assert input_rules.jinja_int(value) == expected
 
