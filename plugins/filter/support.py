@@ -8,8 +8,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.baremetal.gpu.plugins.module_utils import support
+from ansible_collections.baremetal.gpu.plugins.module_utils import preflight, support
 
 
 def driver_branch_status(branch, today=None):
@@ -33,11 +34,16 @@ def kernel_module_flavour(gpus, requested, branch):
         raise AnsibleFilterError('baremetal.gpu.kernel_module_flavour: %s' % exc)
 
 
+def preflight_findings(report, require_gpu=True, dkms_min_free_mb=2048):
+    return preflight.findings(dict(report or {}), boolean(require_gpu, strict=False), dkms_min_free_mb)
+
+
 class FilterModule(object):
 
     def filters(self):
         return {
             'driver_branch_status': driver_branch_status,
+            'preflight_findings': preflight_findings,
             'gpu_generation': gpu_generation,
             'kernel_module_flavour': kernel_module_flavour,
         }
