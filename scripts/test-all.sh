@@ -309,7 +309,8 @@ molecule_stage() {
   # second half, and the short scenarios fill the end. nvidia_driver_next_kernel (a DKMS build for the next
   # kernel) starts after jammy's build, beside scenarios without one (ci21: started beside releases and jammy, three
   # builds at once cut releases at 1200 s).
-  LANE_ORDER="nvidia_driver nvidia_driver_debian12 container_toolkit nvidia_driver_releases upgrade_driver nvidia_driver_jammy uninstall nvidia_driver_next_kernel maintenance_kill execution_environment rke2_nvidia_runtime gpu_nodes_batching nvidia_driver_switch nvidia_driver_mismatch preflight"
+  # The tail, longest first (ci32: mismatch, started after rke2 and batching, ran its last 3 minutes alone).
+  LANE_ORDER="nvidia_driver nvidia_driver_debian12 container_toolkit nvidia_driver_releases upgrade_driver nvidia_driver_jammy uninstall nvidia_driver_next_kernel maintenance_kill execution_environment nvidia_driver_switch nvidia_driver_mismatch rke2_nvidia_runtime gpu_nodes_batching preflight"
   ordered=()
   for s in $LANE_ORDER; do
     for t in "${scenarios[@]}"; do [[ $t == "$s" ]] && ordered+=("$s"); done
