@@ -21,6 +21,11 @@ of supported operating systems. This script
     (galaxy_platform, galaxy_version; with --check, fails where it differs);
   - checks that every role's meta/main.yml min_ansible_version is the floor of meta/runtime.yml
     requires_ansible (the roles said 2.17 while the collection requires 2.19).
+
+The chart pins (issue 22 item 5: version pins appear in prose only through generated tables): the table of
+docs/charts.md between <!-- BEGIN CHART PINS --> and <!-- END CHART PINS --> is written from where each pin lives
+(CHART_ROLES: the role's defaults, or for dcgm-exporter DCGM_EXPORTER in plugins/module_utils/support.py); the
+prose names "the pinned chart" and links that table.
 """
 import glob
 import importlib.util
@@ -35,6 +40,10 @@ BEGIN = "<!-- BEGIN VARIABLES -->"
 END = "<!-- END VARIABLES -->"
 MATRIX_BEGIN = "<!-- BEGIN OS MATRIX -->"
 MATRIX_END = "<!-- END OS MATRIX -->"
+PINS_BEGIN = "<!-- BEGIN CHART PINS -->"
+PINS_END = "<!-- END CHART PINS -->"
+# The cluster roles that install a chart, in cluster_addons.yml's order.
+CHART_ROLES = ("kube_prometheus", "device_plugin", "dcgm_exporter")
 # Roles that run on the GPU nodes and so support exactly the OS matrix.
 HOST_ROLES = ("nvidia_driver", "container_toolkit", "rke2_nvidia_runtime", "preflight", "upgrade", "uninstall",
               "gpu_health")
@@ -120,21 +129,52 @@ def check_min_ansible(role_dir, floor):
     return []
 
 
-def check_readme_matrix(matrix, write):
-    readme = os.path.join(ROOT, "README.md")
-    text = open(readme, encoding="utf-8").read()
-    if MATRIX_BEGIN not in text or MATRIX_END not in text:
-        return ["README.md lacks the %s / %s markers" % (MATRIX_BEGIN, MATRIX_END)]
-    head, rest = text.split(MATRIX_BEGIN, 1)
-    tail = rest.split(MATRIX_END, 1)[1]
-    new = head + MATRIX_BEGIN + "\n" + matrix_table(matrix) + "\n" + MATRIX_END + tail
+def check_block(path, begin, end, content, write, what):
+    """The text between the markers begin and end of the file at path (relative to ROOT) is content: rewritten in
+    place (write), else an error when it differs."""
+    full = os.path.join(ROOT, path)
+    text = open(full, encoding="utf-8").read()
+    if begin not in text or end not in text:
+        return ["%s lacks the %s / %s markers" % (path, begin, end)]
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    new = head + begin + "\n" + content + "\n" + end + tail
     if new != text:
         if write:
-            with open(readme, "w", encoding="utf-8") as fh:
+            with open(full, "w", encoding="utf-8") as fh:
                 fh.write(new)
         else:
-            return ["README.md OS support matrix is stale; run scripts/role-docs.py"]
+            return ["%s %s is stale; run scripts/role-docs.py" % (path, what)]
     return []
+
+
+def check_readme_matrix(matrix, write):
+    return check_block("README.md", MATRIX_BEGIN, MATRIX_END, matrix_table(matrix), write, "OS support matrix")
+
+
+def chart_pins(support):
+    """(role, chart, version, where the pin lives) of every chart a cluster role installs."""
+    pins = []
+    for role in CHART_ROLES:
+        defaults = load(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) or {}
+        name = defaults["%s_chart_name" % role]
+        if role == "dcgm_exporter":
+            version = support.DCGM_EXPORTER["chart_version"]
+            where = ("`DCGM_EXPORTER` in `plugins/module_utils/support.py`, with the dashboard revision, the alert "
+                     "fields and the node label written for it; any other version is refused")
+        else:
+            version = str(defaults["%s_chart_version" % role])
+            where = "`%s_chart_version` in `roles/%s/defaults/main.yml`" % (role, role)
+        pins.append((role, name, version, where))
+    return pins
+
+
+def pins_table(pins):
+    lines = ["| chart | pinned | the pin lives in | tarball (`cluster_addons_chart_dir`) |", "|---|---|---|---|"]
+    for role, name, version, where in pins:
+        lines.append("| %s ([%s](../roles/%s/README.md)) | %s | %s | `%s-%s.tgz` |"
+                     % (name, role, role, version, where, name, version))
+    return "\n".join(lines)
 
 
 def load(path):
@@ -240,12 +280,15 @@ def main(argv):
     for role in HOST_ROLES:
         errors.extend(check_platforms(os.path.join(ROOT, "roles", role), matrix, write))
     errors.extend(check_readme_matrix(matrix, write))
+    errors.extend(check_block("docs/charts.md", PINS_BEGIN, PINS_END, pins_table(chart_pins(load_support())), write,
+                              "chart pins table"))
     for err in errors:
         print("role-docs: " + err)
     if errors:
         return 1
     print("role-docs: %d roles in step (argument_specs, defaults, README); %d host roles' platforms and the README "
-          "agree with the OS matrix (%d OSes)" % (len(roles), len(HOST_ROLES), len(matrix)))
+          "agree with the OS matrix (%d OSes); docs/charts.md's pins agree with the roles (%d charts)"
+          % (len(roles), len(HOST_ROLES), len(matrix), len(CHART_ROLES)))
     return 0
 
 

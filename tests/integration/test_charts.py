@@ -13,9 +13,9 @@ role applies beside the chart is validated: built-in kinds against the Kubernete
 (kubernetes-validate, strict), Prometheus Operator and NFD kinds against their CRDs (tests/fixtures/crds).
 The assertions below read the chart's output, not the role's values.
 
-Variants: datacenter, GeForce, time-slicing, MIG, each with device-plugin 0.20.0 (the pin) and 0.18.2
+Variants: datacenter, GeForce, time-slicing, MIG, each with the device-plugin pin and 0.18.2
 (the previous one, still supported); kube-prometheus-stack and dcgm-exporter do not depend on the
-device-plugin pin and are templated with the 0.20.0 variants.
+device-plugin pin and are templated with the pinned variants.
 """
 import base64
 import functools

@@ -699,12 +699,13 @@ def test_service_monitor_gate_in_render_mode(tmp_path):
 
 def test_local_chart_directory(tmp_path):
     charts = str(tmp_path / "charts")
-    fake_chart(charts, "nvidia-device-plugin", "0.20.0")
+    pin = chart_pin("device_plugin")
+    fake_chart(charts, "nvidia-device-plugin", pin)
     res, dirs = render(str(tmp_path), ["device_plugin"], {"cluster_addons_chart_dir": charts + "/"})
     assert res.returncode == 0, res.stdout[-3000:]
-    assert load_release(dirs["device_plugin"])["chart_file"] == charts + "/nvidia-device-plugin-0.20.0.tgz"
+    assert load_release(dirs["device_plugin"])["chart_file"] == "%s/nvidia-device-plugin-%s.tgz" % (charts, pin)
     with open(os.path.join(dirs["device_plugin"], "values.yaml"), encoding="utf-8") as fh:
-        assert "helm upgrade --install nvdp %s/nvidia-device-plugin-0.20.0.tgz" % charts in fh.read()
+        assert "helm upgrade --install nvdp %s/nvidia-device-plugin-%s.tgz" % (charts, pin) in fh.read()
     # The pinned version is missing: refused before anything is written, naming the variable and the file.
     res, dirs = render(str(tmp_path / "b"), ["device_plugin"], {"cluster_addons_chart_dir": charts,
                                                                 "device_plugin_chart_version": "0.18.2"})
@@ -718,10 +719,11 @@ def test_local_chart_must_be_the_pinned_one(tmp_path):
     res, dirs = render(str(tmp_path), ["device_plugin"], {"device_plugin_chart_path": wrong})
     assert res.returncode != 0
     assert "device_plugin_chart_path: %s" % wrong in res.stdout
-    assert "is chart nvidia-device-plugin 0.17.1, not nvidia-device-plugin 0.20.0" in res.stdout.replace("\n", " ")
+    pin = chart_pin("device_plugin")
+    assert "is chart nvidia-device-plugin 0.17.1, not nvidia-device-plugin %s" % pin in res.stdout.replace("\n", " ")
     directory = tmp_path / "chartdir" / "nvidia-device-plugin"
     directory.mkdir(parents=True)
-    (directory / "Chart.yaml").write_text("apiVersion: v2\nname: nvidia-device-plugin\nversion: 0.20.0\n")
+    (directory / "Chart.yaml").write_text("apiVersion: v2\nname: nvidia-device-plugin\nversion: %s\n" % pin)
     res, dirs = render(str(tmp_path), ["device_plugin"], {"device_plugin_chart_path": str(directory)})
     assert res.returncode == 0, res.stdout[-3000:]
     assert load_release(dirs["device_plugin"])["chart_file"] == str(directory)
