@@ -80,7 +80,9 @@ slug() { echo "$1" | tr '/ ' '__'; }
 # record NAME STATUS SECONDS DETAIL
 record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >"$RESULTS/$(slug "$1").tsv"; }
 
-# check NAME COMMAND...: run, log to .cache/logs/NAME.log, record PASS/FAIL.
+# check NAME COMMAND...: run, log to .cache/logs/NAME.log, record PASS/FAIL; the CPU seconds (user + system) of
+# the command and every process it waited for (a scenario's molecule, ansible-playbook, apt, DKMS and gcc in the
+# nodes: the connection's nsenter waits for them) go to .cache/results/NAME.cpu, from bash's `times`.
 check() {
   local name=$1; shift
   local log t0 rc detail
@@ -89,7 +91,7 @@ check() {
   printf '[test] %-34s ...\n' "$name"
   # In the background and waited for: bash runs a TERM/INT trap only once its foreground child has ended, but it
   # interrupts a `wait` (on_signal below).
-  "$@" >"$log" 2>&1 &
+  ( "$@"; rc=$?; times >"$RESULTS/$(slug "$name").cpu"; exit $rc ) >"$log" 2>&1 &
   FOREGROUND_PID=$!
   wait "$FOREGROUND_PID"
   rc=$?
@@ -102,6 +104,15 @@ check() {
     echo "----- $name failed (rc=$rc); last lines of $log:"; tail -n 40 "$log"; echo "-----"
   fi
   return $rc
+}
+
+# cpu_of NAME: the CPU seconds of a check (its `times` children line: "XmY.YYYs XmY.YYYs"), or "-" when the
+# check was cut before it could write them.
+cpu_of() {
+  local f
+  f="$RESULTS/$(slug "$1").cpu"
+  [[ -s $f ]] || { echo "-"; return; }
+  awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$f"
 }
 
 # A short detail for the table: pytest's closing line, or molecule's recap.
@@ -261,7 +272,7 @@ run_scenario() {
   remove_instances "$s"
   return $rc
 }
-export -f run_scenario scenario_limit remove_instances check record slug summary_of produced_nodes producer_of converged_image \
+export -f run_scenario scenario_limit remove_instances check record slug summary_of cpu_of produced_nodes producer_of converged_image \
   converged_var where_it_stopped stamp_steps run_molecule
 RUN_TAG=run-$START
 export RESULTS LOGS RUN_TAG
@@ -370,22 +381,26 @@ touch "$FOREGROUND_DONE"
 [[ -n $MOLECULE_PID ]] && wait "$MOLECULE_PID"
 
 # ---- summary ----------------------------------------------------------------
-pass=0; fail=0; notrun=0
+pass=0; fail=0; notrun=0; cpu_total=0
 summary=$RESULTS/summary.md
 {
   echo
-  echo "| check | result | seconds | detail |"
-  echo "|---|---|---|---|"
+  echo "| check | result | seconds | CPU s | detail |"
+  echo "|---|---|---|---|---|"
 } >"$summary"
 for r in "$RESULTS"/*.tsv; do
   IFS=$'\t' read -r name status secs detail <"$r"
   case $status in PASS) pass=$((pass+1));; FAIL) fail=$((fail+1));; *) notrun=$((notrun+1));; esac
-  echo "| $name | $status | $secs | $detail |" >>"$summary"
+  cpu=$(cpu_of "$name")
+  [[ $cpu == - ]] || cpu_total=$((cpu_total + cpu))
+  echo "| $name | $status | $secs | $cpu | $detail |" >>"$summary"
 done
 total=$(( $(date +%s) - START ))
 {
   printf '\nTotal time: %s s (%d min %02d s) of the %s s budget (%d %%). Logs: .cache/logs/\n' \
     "$total" $((total / 60)) $((total % 60)) "$BUDGET" $((100 * total / BUDGET))
+  printf 'CPU of the checks: %s s (user + system, the processes each check waited for), against %s s of %s cores for the whole run.\n' \
+    "$cpu_total" $((total * $(nproc))) "$(nproc)"
   printf 'Load average (1, 5, 15 min) at the start: %s; at the end: %s. %s cores.\n' \
     "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
   printf 'Package cache this run: %s\n' "$(bash scripts/apt-cache.sh stats "$START")"

@@ -10,7 +10,10 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.baremetal.gpu.plugins.module_utils import cluster_addons, gpu_health
+from ansible_collections.baremetal.gpu.plugins.plugin_utils.lazy import LazyModule
+
+cluster_addons = LazyModule('cluster_addons')
+gpu_health = LazyModule('gpu_health')
 
 
 def gpu_node_products(hostvars, hosts, fact='nvidia_smi'):

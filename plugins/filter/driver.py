@@ -10,10 +10,12 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.baremetal.gpu.plugins.module_utils import apt as aptlib
-from ansible_collections.baremetal.gpu.plugins.module_utils import dkms as dkmslib
-from ansible_collections.baremetal.gpu.plugins.module_utils import desired_state
-from ansible_collections.baremetal.gpu.plugins.module_utils import driver_plan
+from ansible_collections.baremetal.gpu.plugins.plugin_utils.lazy import LazyModule
+
+aptlib = LazyModule('apt')
+dkmslib = LazyModule('dkms')
+desired_state = LazyModule('desired_state')
+driver_plan = LazyModule('driver_plan')
 
 
 def driver_plan_filter(facts, settings, os_data, apt=None, today=None):

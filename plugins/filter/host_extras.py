@@ -10,8 +10,13 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.baremetal.gpu.plugins.module_utils import apt, fabric, kernel_guard, modparams
-from ansible_collections.baremetal.gpu.plugins.module_utils import nvidia_smi as smi
+from ansible_collections.baremetal.gpu.plugins.plugin_utils.lazy import LazyModule
+
+apt = LazyModule('apt')
+fabric = LazyModule('fabric')
+kernel_guard = LazyModule('kernel_guard')
+modparams = LazyModule('modparams')
+smi = LazyModule('nvidia_smi')
 
 
 def fabric_manager_decision(facts, value, branch, install_family, source, distribution=None, flavor=None):

@@ -11,12 +11,16 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance
+from ansible_collections.baremetal.gpu.plugins.plugin_utils.lazy import LazyModule
+
+maintenance = LazyModule('maintenance')
 
 
 def maintenance_node(facts, api_node=None, generated_config='', runtime_binary_present=True,
                      driver_plan=None, apt=None, generated_path='config.toml', run_tags=None, skip_tags=None,
-                     label=maintenance.HOST_ROLLOUT_LABEL, pending_restart=None, accept_new=False):
+                     label=None, pending_restart=None, accept_new=False):
+    if label is None:
+        label = maintenance.HOST_ROLLOUT_LABEL
     facts = dict(facts or {})
     reboot = (maintenance.reboot_reasons(facts, driver_plan or None, apt or None)
               if maintenance.role_runs('nvidia_driver', run_tags, skip_tags) else [])
@@ -64,7 +68,9 @@ def maintenance_lease(current, identity, now):
     return maintenance.lease_decision(current or None, identity, now)
 
 
-def maintenance_lease_object(identity, now, duration, current=None, namespace=maintenance.LEASE_NAMESPACE):
+def maintenance_lease_object(identity, now, duration, current=None, namespace=None):
+    if namespace is None:
+        namespace = maintenance.LEASE_NAMESPACE
     return maintenance.lease_object(identity, now, duration, namespace=namespace, current=current or None)
 
 

@@ -15,8 +15,11 @@ import re
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.baremetal.gpu.plugins.module_utils import cdi, containerd
-from ansible_collections.baremetal.gpu.plugins.module_utils.node_facts import parse_version
+from ansible_collections.baremetal.gpu.plugins.plugin_utils.lazy import LazyModule
+
+cdi = LazyModule('cdi')
+containerd = LazyModule('containerd')
+node_facts = LazyModule('node_facts')
 
 # systemctl show --timestamp=us+utc: "Sun 2026-11-23 05:14:34.817431 UTC"
 _SYSTEMD_TS = re.compile(r'(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}) (?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\.(?P<us>[0-9]{1,6}))? UTC')
@@ -24,7 +27,7 @@ _SYSTEMD_TS = re.compile(r'(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2}) (?P<time>[0-9]{2
 
 def runtime_version(text):
     """The first x.y.z version in a ``--version`` line ('' when none), as gpu_node_facts reads it."""
-    return parse_version(text or '')
+    return node_facts.parse_version(text or '')
 
 
 def containerd_runtime_binary(text, runtime_name='nvidia'):

@@ -10,7 +10,10 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.baremetal.gpu.plugins.module_utils import preflight, support
+from ansible_collections.baremetal.gpu.plugins.plugin_utils.lazy import LazyModule
+
+preflight = LazyModule('preflight')
+support = LazyModule('support')
 
 
 def driver_branch_status(branch, today=None):

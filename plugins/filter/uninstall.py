@@ -10,7 +10,9 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.baremetal.gpu.plugins.module_utils import host_uninstall
+from ansible_collections.baremetal.gpu.plugins.plugin_utils.lazy import LazyModule
+
+host_uninstall = LazyModule('host_uninstall')
 
 
 def apt_history_installed(text, commandline_regex):

@@ -12,17 +12,21 @@ NAME = 'ansible_collections.baremetal.gpu.plugins.module_utils.xid_catalog'
 
 
 def test_imports_at_the_first_attribute_read_and_then_reads_from_the_module():
-    sys.modules.pop(NAME, None)
-    lazy = LazyModule('xid_catalog')
-    assert NAME not in sys.modules
-    assert 'imported' not in repr(lazy)
-    real = __import__(NAME, fromlist=['*'])
-    sys.modules.pop(NAME, None)
-    names = [n for n in dir(real) if not n.startswith('_')]
-    assert names
-    assert getattr(lazy, names[0]) is not None
-    assert NAME in sys.modules
-    assert 'imported' in repr(lazy)
+    saved = sys.modules.pop(NAME, None)
+    try:
+        lazy = LazyModule('xid_catalog')
+        assert NAME not in sys.modules
+        assert 'imported' not in repr(lazy)
+        lazy.__doc__  # pylint: disable=pointless-statement
+        assert NAME not in sys.modules, 'a slot or dunder read must not import'
+        names = [n for n in vars(__import__(NAME, fromlist=['*'])) if not n.startswith('_')]
+        sys.modules.pop(NAME, None)
+        assert names
+        assert getattr(lazy, names[0]) is sys.modules[NAME].__dict__[names[0]]
+        assert 'imported' in repr(lazy)
+    finally:
+        if saved is not None:
+            sys.modules[NAME] = saved
 
 
 def test_a_missing_attribute_is_an_attribute_error():
@@ -36,10 +40,15 @@ def test_a_missing_attribute_is_an_attribute_error():
 
 
 def test_the_filter_files_import_no_module_utils_when_loaded():
-    for name in list(sys.modules):
-        if name.startswith('ansible_collections.baremetal.gpu.plugins.'):
-            del sys.modules[name]
-    for plugin in ('cluster_addons', 'driver', 'host_extras', 'maintenance', 'runtime', 'support', 'uninstall'):
-        __import__('ansible_collections.baremetal.gpu.plugins.filter.' + plugin)
-    loaded = sorted(n for n in sys.modules if n.startswith('ansible_collections.baremetal.gpu.plugins.module_utils.'))
+    saved = dict(sys.modules)
+    try:
+        for name in list(sys.modules):
+            if name.startswith('ansible_collections.baremetal.gpu.plugins.'):
+                del sys.modules[name]
+        for plugin in ('cluster_addons', 'driver', 'host_extras', 'maintenance', 'runtime', 'support', 'uninstall'):
+            __import__('ansible_collections.baremetal.gpu.plugins.filter.' + plugin)
+        loaded = sorted(n for n in sys.modules if n.startswith('ansible_collections.baremetal.gpu.plugins.module_utils.'))
+    finally:
+        sys.modules.clear()
+        sys.modules.update(saved)
     assert loaded == [], loaded
