@@ -152,20 +152,26 @@ def check_readme_matrix(matrix, write):
     return check_block("README.md", MATRIX_BEGIN, MATRIX_END, matrix_table(matrix), write, "OS support matrix")
 
 
-def chart_pins(support):
+def chart_pin(role):
+    """The chart version a cluster role installs by default: the role's defaults, or for dcgm_exporter the support
+    data (its default is a lookup of it). The one reader of the pins: tests/integration/conftest.py's chart_pin()
+    calls this one."""
+    if role == "dcgm_exporter":
+        return load_support().DCGM_EXPORTER["chart_version"]
+    return str(load(os.path.join(ROOT, "roles", role, "defaults", "main.yml"))["%s_chart_version" % role])
+
+
+def chart_pins():
     """(role, chart, version, where the pin lives) of every chart a cluster role installs."""
     pins = []
     for role in CHART_ROLES:
-        defaults = load(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) or {}
-        name = defaults["%s_chart_name" % role]
+        name = load(os.path.join(ROOT, "roles", role, "defaults", "main.yml"))["%s_chart_name" % role]
         if role == "dcgm_exporter":
-            version = support.DCGM_EXPORTER["chart_version"]
             where = ("`DCGM_EXPORTER` in `plugins/module_utils/support.py`, with the dashboard revision, the alert "
                      "fields and the node label written for it; any other version is refused")
         else:
-            version = str(defaults["%s_chart_version" % role])
             where = "`%s_chart_version` in `roles/%s/defaults/main.yml`" % (role, role)
-        pins.append((role, name, version, where))
+        pins.append((role, name, chart_pin(role), where))
     return pins
 
 
@@ -280,7 +286,7 @@ def main(argv):
     for role in HOST_ROLES:
         errors.extend(check_platforms(os.path.join(ROOT, "roles", role), matrix, write))
     errors.extend(check_readme_matrix(matrix, write))
-    errors.extend(check_block("docs/charts.md", PINS_BEGIN, PINS_END, pins_table(chart_pins(load_support())), write,
+    errors.extend(check_block("docs/charts.md", PINS_BEGIN, PINS_END, pins_table(chart_pins()), write,
                               "chart pins table"))
     for err in errors:
         print("role-docs: " + err)

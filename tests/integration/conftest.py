@@ -12,16 +12,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def chart_pin(role):
-    """The chart version a cluster role installs by default: the role's defaults, or for dcgm_exporter the support
-    data (plugins/module_utils/support.py), so that a chart bump does not touch the tests."""
-    import yaml  # pylint: disable=import-outside-toplevel
-    if role == "dcgm_exporter":
-        import sys  # pylint: disable=import-outside-toplevel
-        sys.path.insert(0, os.path.join(ROOT, ".ansible", "collections"))
-        from ansible_collections.baremetal.gpu.plugins.module_utils import support  # pylint: disable=import-outside-toplevel
-        return support.DCGM_EXPORTER["chart_version"]
-    with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml"), encoding="utf-8") as handle:
-        return str(yaml.safe_load(handle)["%s_chart_version" % role])
+    """The chart version a cluster role installs by default, so that a chart bump does not touch the tests: read by
+    scripts/role-docs.py's chart_pin(), which also writes docs/charts.md's pins table from it."""
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    spec = importlib.util.spec_from_file_location("baremetal_gpu_role_docs", os.path.join(ROOT, "scripts", "role-docs.py"))
+    role_docs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(role_docs)
+    return role_docs.chart_pin(role)
 
 
 def ansible_env(extra=None):
