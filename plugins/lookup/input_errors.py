@@ -39,7 +39,7 @@ EXAMPLES = r"""
     fail_msg: "{{ __errors | join('; ') }}. Nothing was changed."
   vars:
     __rules:
-      - {var: upgrade_state_dir, check: absolute_path, message: 'upgrade_state_dir must be an absolute path, got "{value}"'}
+      - {var: node_maintenance_state_dir, check: absolute_path, message: 'node_maintenance_state_dir must be an absolute path, got "{value}"'}
     __errors: "{{ query('baremetal.gpu.input_errors', __rules) }}"
 """
 

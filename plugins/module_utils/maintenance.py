@@ -13,11 +13,11 @@ playbooks/uninstall.yml (the host layer taken off), through roles/upgrade's plan
 - Which Node an inventory host is (``map_node``): its name, then the kubernetes.io/hostname label, then an
   InternalIP; a node of a cluster that cannot be mapped is refused before any change.
 - The plan (``plan``): nodes outside a cluster never share a batch with nodes of a cluster; quiet nodes run in
-  parallel; RKE2 servers one at a time first; then agents upgrade_batch_size at a time, within
-  upgrade_max_unavailable counted from the cluster (``unavailable``: every unschedulable or NotReady Node,
+  parallel; RKE2 servers one at a time first; then agents node_maintenance_batch_size at a time, within
+  node_maintenance_max_unavailable counted from the cluster (``unavailable``: every unschedulable or NotReady Node,
   cluster-wide, except those this engine took out itself).
 - The budget before each batch (``batch_gate``): counted again from the cluster, the batch shrinks so that
-  upgrade_max_unavailable holds whoever else is working.
+  node_maintenance_max_unavailable holds whoever else is working.
 - The cluster-wide lock (``lease_decision``, ``lease_object``): a coordination.k8s.io/v1 Lease whose holder is
   the run (run id, host, start time), taken, renewed, waited for, or taken over once expired.
 The knobs follow NVIDIA GPU Operator's driver upgrade policy (maxParallelUpgrades, maxUnavailable), the lock
@@ -465,17 +465,17 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
     ``hosts``: the GPU nodes in inventory order. ``nodes``: host -> node() or upgrade_node() (in_cluster, role,
     disruptive, skip, node_name). ``cluster_nodes``: every Node object of the cluster (the budget counts them all), or None
     without a cluster. ``host_nodes``: host -> its Node name (map_node), to tell the inventory's own nodes.
-    Batches, in order: the nodes outside a cluster (those to change in batches of upgrade_batch_size, the quiet ones
+    Batches, in order: the nodes outside a cluster (those to change in batches of node_maintenance_batch_size, the quiet ones
     with the first of them; never with a node of a cluster); the quiet nodes of the cluster, all at once (their
     reboots and restarts are held back); the disruptive RKE2 servers one at a time; the disruptive agents in batches
-    of min(upgrade_batch_size, upgrade_max_unavailable minus the Nodes unavailable cluster-wide). Skipped hosts are
+    of min(node_maintenance_batch_size, node_maintenance_max_unavailable minus the Nodes unavailable cluster-wide). Skipped hosts are
     in no batch. Returns order, serial, batches, outside, quiet, servers, agents, skip, pending, already_unavailable,
     agent_batch, limit, noop, reason. Raises ValueError naming the variable for bad knobs, or when the cluster has
     no room for a disruptive node.
     """
     total = max(len(hosts), 1)
-    batch = parse_count(batch_size, total, 'upgrade_batch_size')
-    limit = parse_count(max_unavailable, total, 'upgrade_max_unavailable')
+    batch = parse_count(batch_size, total, 'node_maintenance_batch_size')
+    limit = parse_count(max_unavailable, total, 'node_maintenance_max_unavailable')
     outside_busy, outside_quiet, quiet, servers, agents, skip = [], [], [], [], [], []
     for host in hosts:
         info = nodes.get(host) or {}
@@ -493,7 +493,7 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
     servers.sort(key=lambda h: not (nodes.get(h) or {}).get('resume'))
     agents.sort(key=lambda h: not (nodes.get(h) or {}).get('resume'))
     # A node a run of ours left cordoned and labelled failed, which this plan takes through a batch again, does not
-    # count against the room for its own retry (it would block it whenever upgrade_max_unavailable is 1; the gate
+    # count against the room for its own retry (it would block it whenever node_maintenance_max_unavailable is 1; the gate
     # before its batch excludes the batch's own nodes too). A node someone else cordoned still counts.
     retried = set((nodes.get(h) or {}).get('node_name') for h in servers + agents) - set([None, ''])
     own = set(_node_name(n) for n in cluster_nodes or []
@@ -511,16 +511,16 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
     if servers or agents:
         room = limit - len(already)
         if room < 1:
-            raise ValueError('upgrade_max_unavailable allows %d unavailable node(s), but %d Node(s) of the cluster are '
+            raise ValueError('node_maintenance_max_unavailable allows %d unavailable node(s), but %d Node(s) of the cluster are '
                              'unschedulable or NotReady already (%s): no node of the cluster can be taken out. Bring '
-                             'them back, or raise upgrade_max_unavailable' % (limit, len(already), ', '.join(already)))
+                             'them back, or raise node_maintenance_max_unavailable' % (limit, len(already), ', '.join(already)))
         step = min(batch, room)
         batches.extend([s] for s in servers)
         batches.extend(agents[i:i + step] for i in range(0, len(agents), step))
     pending = outside_busy + servers + agents
     reason = ('%d node(s) to be %s: %d outside a cluster (in batches of %d, never with a node of a cluster), RKE2 '
-              'servers one at a time (%s), then agents (%s) in batches of %d (upgrade_batch_size %s = %d; '
-              'upgrade_max_unavailable %s = %d, minus %d already unschedulable or NotReady in the cluster); %d quiet '
+              'servers one at a time (%s), then agents (%s) in batches of %d (node_maintenance_batch_size %s = %d; '
+              'node_maintenance_max_unavailable %s = %d, minus %d already unschedulable or NotReady in the cluster); %d quiet '
               'node(s) in parallel'
               % (len(pending), what, len(outside_busy), batch, ', '.join(servers) or 'none', ', '.join(agents) or 'none',
                  step, batch_size, batch, max_unavailable, limit, len(already), len(outside_quiet) + len(quiet)))
@@ -537,7 +537,7 @@ def batch_gate(batch, host_nodes, disruptive, cluster_nodes, limit):
     """The budget before a batch, counted again from the cluster: which hosts of ``batch`` may go now.
 
     ``host_nodes``: host -> Node name (or None outside the cluster). ``disruptive``: host -> bool. ``limit``: the
-    plan's upgrade_max_unavailable in nodes. Nodes out of service cluster-wide (unschedulable or NotReady, taken out
+    plan's node_maintenance_max_unavailable in nodes. Nodes out of service cluster-wide (unschedulable or NotReady, taken out
     by anyone else) count against it; the disruptive hosts of the batch beyond the room left are deferred (the next
     run takes them). The plan puts the nodes a stopped run left out of service (``resume``) first, so that they
     come back before the budget is spent on others. Returns {go, defer, room, unavailable, message}.
@@ -557,7 +557,7 @@ def batch_gate(batch, host_nodes, disruptive, cluster_nodes, limit):
         else:
             defer.append(host)
     busy = ', '.join('%s (%s)' % (n['name'], n['why']) for n in out_now) or 'none'
-    message = ('upgrade_max_unavailable %d; out of service in the cluster now: %s' % (limit, busy)
+    message = ('node_maintenance_max_unavailable %d; out of service in the cluster now: %s' % (limit, busy)
                + ('; deferred to the next run: %s' % ', '.join(defer) if defer else ''))
     return {'go': go, 'defer': defer, 'room': limit - len(out_now), 'unavailable': out_now, 'message': message}
 

@@ -46,9 +46,9 @@ def run(tmp_path, cluster, health, *args, kubeconfig=None, **stand_in_args):
                        'gpu_health_nvidia_smi_path': stand_in(tmp_path, host, healthy, **stand_in_args)}
     inventory = {'all': {
         'vars': {'cluster_kubeconfig': kubeconfig or cluster.kubeconfig, 'gpu_health_kernel_log': False,
-                 'gpu_health_report_dir': str(tmp_path / 'reports'), 'upgrade_lock_timeout': 30,
-                 'upgrade_state_dir': str(tmp_path / 'state'), 'upgrade_node_ready_timeout': 10,
-                 'upgrade_capacity_timeout': 10, 'upgrade_gpu_pod_deletion_timeout': 10},
+                 'gpu_health_report_dir': str(tmp_path / 'reports'), 'node_maintenance_lock_timeout': 30,
+                 'node_maintenance_state_dir': str(tmp_path / 'state'), 'node_maintenance_node_ready_timeout': 10,
+                 'node_maintenance_capacity_timeout': 10, 'node_maintenance_gpu_pod_deletion_timeout': 10},
         'children': {'k8s_control': {'hosts': {'localhost': {'ansible_connection': 'local'}}},
                      'gpu_nodes': {'hosts': hosts}}}}
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
@@ -168,7 +168,7 @@ def test_gpu_health_drain_deletes_the_gpu_pods_of_quarantined_nodes_only_and_con
                         node='n-gpu-a'))
     before = len(cluster.requests)
     rc, out = run(tmp_path, cluster, health, '--check', '-e', 'gpu_health_action=quarantine', '-e',
-                  'gpu_health_drain=true', '-e', 'upgrade_gpu_pod_deletion_delete_emptydir=true')
+                  'gpu_health_drain=true', '-e', 'node_maintenance_gpu_pod_deletion_delete_emptydir=true')
     assert rc == 0, out[-4000:]
     assert ('ml', 'scratch-job') in cluster.pods
     # Only the server-side dry run of the deletion; no lock taken.
@@ -176,7 +176,7 @@ def test_gpu_health_drain_deletes_the_gpu_pods_of_quarantined_nodes_only_and_con
         ('DELETE', '/api/v1/namespaces/ml/pods/scratch-job?dryRun=All')]
     rc, out = run(tmp_path, cluster, health, '-e', 'gpu_health_action=quarantine', '-e', 'gpu_health_drain=true')
     assert rc != 0
-    assert 'upgrade_gpu_pod_deletion_delete_emptydir' in out and 'ml/scratch-job' in out, out[-3000:]
+    assert 'node_maintenance_gpu_pod_deletion_delete_emptydir' in out and 'ml/scratch-job' in out, out[-3000:]
     assert ('ml', 'scratch-job') in cluster.pods
     assert lease_holder(cluster) in (None, '')
 

@@ -2,9 +2,9 @@
 
 No Kubernetes API runs here: no node was really cordoned or drained by these tests. The API double
 (k8s_api_double.py) serves the Node recorded from a real RKE2 cluster (tests/fixtures/k8s-nodes: node
-"nori", nvidia.com/gpu 1). roles/upgrade's host_rollout_enter and host_rollout_leave run for real
+"nori", nvidia.com/gpu 1). roles/node_maintenance's enter and leave run for real
 through the upgrade's own enter and leave steps (kubernetes.core), with the day-1 label
-baremetal.gpu/host-rollout; host_rollout_plan reads the Node list from the double.
+baremetal.gpu/host-rollout; its plan reads the Node list from the double.
 """
 import copy
 import json
@@ -29,7 +29,7 @@ PLAY = """---
 """
 STEP = """    - name: Step {step}
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
+        name: baremetal.gpu.node_maintenance
         tasks_from: {step}
 """
 DISRUPTIVE = {'in_cluster': True, 'why': 'rke2-agent is enabled', 'role': 'agent', 'unit': 'rke2-agent', 'reboot': [],
@@ -50,22 +50,22 @@ ACCEPT_PLAY = """---
       block:
         - name: Enter
           ansible.builtin.include_role:
-            name: baremetal.gpu.upgrade
-            tasks_from: host_rollout_enter
+            name: baremetal.gpu.node_maintenance
+            tasks_from: enter
         - name: Accept
           ansible.builtin.include_role:
             name: baremetal.gpu.gpu_health
             tasks_from: accept
-          when: __upgrade_host_rollout['accept'] | default([]) | length > 0
+          when: __node_maintenance_host_rollout['accept'] | default([]) | length > 0
         - name: Leave
           ansible.builtin.include_role:
-            name: baremetal.gpu.upgrade
-            tasks_from: host_rollout_leave
+            name: baremetal.gpu.node_maintenance
+            tasks_from: leave
       rescue:
         - name: Failed
           ansible.builtin.include_role:
-            name: baremetal.gpu.upgrade
-            tasks_from: host_rollout_failed
+            name: baremetal.gpu.node_maintenance
+            tasks_from: failed
 """
 
 
@@ -81,9 +81,9 @@ def run(tmp_path, cluster, steps, extra=None, args=()):
     inventory = {'all': {
         'hosts': {'gpu-a': {'ansible_connection': 'local', 'baremetal_gpu_node_name': 'nori'}},
         'children': {'baremetal_gpu_cluster_api': {'hosts': {'localhost': {'ansible_connection': 'local'}}}}}}
-    variables = {'upgrade_kubeconfig': cluster.kubeconfig, 'upgrade_state_dir': str(tmp_path / 'state'),
-                 'upgrade_capacity_timeout': 5, 'upgrade_node_ready_timeout': 10, 'upgrade_gpu_pod_deletion_timeout': 10,
-                 'upgrade_host_rollout_plan': {'nodes': {'gpu-a': DISRUPTIVE}}}
+    variables = {'node_maintenance_kubeconfig': cluster.kubeconfig, 'node_maintenance_state_dir': str(tmp_path / 'state'),
+                 'node_maintenance_capacity_timeout': 5, 'node_maintenance_node_ready_timeout': 10, 'node_maintenance_gpu_pod_deletion_timeout': 10,
+                 'node_maintenance_host_rollout_plan': {'nodes': {'gpu-a': DISRUPTIVE}}}
     variables.update(extra or {})
     variables = dict((k, v) for k, v in variables.items() if v is not None)   # None: leave it to the play
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
@@ -100,7 +100,7 @@ def node(cluster):
 
 def test_a_disruptive_node_is_cordoned_then_uncordoned_with_the_day1_label(tmp_path, cluster):
     cluster.add_node(NORI)
-    res = run(tmp_path, cluster, ['host_rollout_enter'])
+    res = run(tmp_path, cluster, ['enter'])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     meta = node(cluster)['metadata']
     assert meta['labels'][LABEL] == 'upgrading'
@@ -111,7 +111,7 @@ def test_a_disruptive_node_is_cordoned_then_uncordoned_with_the_day1_label(tmp_p
     assert record['state'] == 'upgrading' and record['cordoned'] is True and record['finished'] == ''
     assert record['restart'] == DISRUPTIVE['restart']
 
-    res = run(tmp_path, cluster, ['host_rollout_enter', 'host_rollout_leave'])
+    res = run(tmp_path, cluster, ['enter', 'leave'])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     meta = node(cluster)['metadata']
     assert meta['labels'][LABEL] == 'done'
@@ -124,8 +124,8 @@ def test_a_disruptive_node_is_cordoned_then_uncordoned_with_the_day1_label(tmp_p
 def test_a_quiet_node_is_not_touched_and_its_disruption_is_held_back(tmp_path, cluster):
     cluster.add_node(NORI)
     quiet = dict(DISRUPTIVE, restart=[], disruptive=False)
-    res = run(tmp_path, cluster, ['host_rollout_enter', 'host_rollout_leave'],
-              {'upgrade_host_rollout_plan': {'nodes': {'gpu-a': quiet}}}, args=['-v'])
+    res = run(tmp_path, cluster, ['enter', 'leave'],
+              {'node_maintenance_host_rollout_plan': {'nodes': {'gpu-a': quiet}}}, args=['-v'])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert [m for m, _p, _b in cluster.requests if m != 'GET'] == []
     assert not (tmp_path / 'state' / 'host-rollout.json').exists()
@@ -136,7 +136,7 @@ def test_plan_finds_the_node_through_the_api(tmp_path, cluster):
     # This machine has no RKE2 and no GPU: the API's Node alone makes it a node of the cluster, with nothing to
     # reboot or restart (nvidia_driver's decide step is skipped by tag: it would ask this machine's apt).
     cluster.add_node(NORI)
-    res = run(tmp_path, cluster, ['host_rollout_plan'], {'upgrade_host_rollout_plan': None},
+    res = run(tmp_path, cluster, ['plan'], {'node_maintenance_host_rollout_plan': None},
               args=['--skip-tags', 'nvidia_driver', '-v'])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert 'gpu-a: in a cluster (the cluster API lists Node nori)' in res.stdout
@@ -145,10 +145,10 @@ def test_plan_finds_the_node_through_the_api(tmp_path, cluster):
 
 def test_plan_refuses_a_bad_batch_size_before_anything(tmp_path, cluster):
     cluster.add_node(NORI)
-    res = run(tmp_path, cluster, ['host_rollout_plan'], {'upgrade_host_rollout_plan': None, 'upgrade_batch_size': '0%'},
+    res = run(tmp_path, cluster, ['plan'], {'node_maintenance_host_rollout_plan': None, 'node_maintenance_batch_size': '0%'},
               args=['--skip-tags', 'nvidia_driver'])
     assert res.returncode != 0
-    assert ('upgrade_batch_size must be a number of nodes (1 or more) or a percentage from 1% to 100% such as "25%", '
+    assert ('node_maintenance_batch_size must be a number of nodes (1 or more) or a percentage from 1% to 100% such as "25%", '
             'got "0%"') in res.stdout
     assert [m for m, _p, _b in cluster.requests if m != 'GET'] == []
 
@@ -158,7 +158,7 @@ def test_plan_resumes_a_node_the_last_rollout_left_cordoned(tmp_path, cluster):
     left['spec']['unschedulable'] = True
     left['metadata']['labels'][LABEL] = 'upgrading'
     cluster.add_node(left)
-    res = run(tmp_path, cluster, ['host_rollout_plan'], {'upgrade_host_rollout_plan': None, 'upgrade_max_unavailable': 1},
+    res = run(tmp_path, cluster, ['plan'], {'node_maintenance_host_rollout_plan': None, 'node_maintenance_max_unavailable': 1},
               args=['--skip-tags', 'nvidia_driver'])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     # Not counted as already unavailable (it is ours), and back in a batch of its own.
@@ -173,7 +173,7 @@ def test_plan_maps_the_node_by_its_hostname_label(tmp_path, cluster):
     renamed['metadata']['name'] = 'nori.k8s.example'
     renamed['metadata']['labels']['kubernetes.io/hostname'] = 'nori'
     cluster.add_node(renamed)
-    res = run(tmp_path, cluster, ['host_rollout_plan'], {'upgrade_host_rollout_plan': None},
+    res = run(tmp_path, cluster, ['plan'], {'node_maintenance_host_rollout_plan': None},
               args=['--skip-tags', 'nvidia_driver', '-v'])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert 'gpu-a: in a cluster (the cluster API lists Node nori.k8s.example)' in res.stdout
@@ -182,29 +182,29 @@ def test_plan_maps_the_node_by_its_hostname_label(tmp_path, cluster):
 def test_plan_holds_a_new_node_for_its_gpu_acceptance_only_when_asked(tmp_path, cluster):
     cluster.add_node(new_node())
     args = ['--skip-tags', 'nvidia_driver', '-v']
-    res = run(tmp_path, cluster, ['host_rollout_plan'], {'upgrade_host_rollout_plan': None}, args=args)
+    res = run(tmp_path, cluster, ['plan'], {'node_maintenance_host_rollout_plan': None}, args=args)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert 'nothing disruptive to do' in res.stdout and 'acceptance:' not in res.stdout
-    res = run(tmp_path, cluster, ['host_rollout_plan'],
-              {'upgrade_host_rollout_plan': None, 'gpu_health_accept_new_nodes': 'true'}, args=args)
+    res = run(tmp_path, cluster, ['plan'],
+              {'node_maintenance_host_rollout_plan': None, 'gpu_health_accept_new_nodes': 'true'}, args=args)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert 'acceptance: ' + ACCEPT_REASON in res.stdout
     assert 'Batches: gpu-a' in res.stdout
     # A Node that already advertises GPUs served before: turning the acceptance on does not take it out of service.
     cluster.nodes['nori'] = copy.deepcopy(NORI)
-    res = run(tmp_path, cluster, ['host_rollout_plan'],
-              {'upgrade_host_rollout_plan': None, 'gpu_health_accept_new_nodes': True}, args=args)
+    res = run(tmp_path, cluster, ['plan'],
+              {'node_maintenance_host_rollout_plan': None, 'gpu_health_accept_new_nodes': True}, args=args)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert 'nothing disruptive to do' in res.stdout and 'acceptance:' not in res.stdout
-    res = run(tmp_path, cluster, ['host_rollout_plan'],
-              {'upgrade_host_rollout_plan': None, 'gpu_health_accept_new_nodes': 'maybe'}, args=args)
+    res = run(tmp_path, cluster, ['plan'],
+              {'node_maintenance_host_rollout_plan': None, 'gpu_health_accept_new_nodes': 'maybe'}, args=args)
     assert res.returncode != 0
     assert 'gpu_health_accept_new_nodes must be true or false (got maybe)' in res.stdout
     assert [m for m, _p, _b in cluster.requests if m != 'GET'] == []
 
 
 def accept_vars(tmp_path, healthy):
-    return {'upgrade_host_rollout_plan': {'nodes': {'gpu-a': dict(DISRUPTIVE, restart=[], accept=[ACCEPT_REASON],
+    return {'node_maintenance_host_rollout_plan': {'nodes': {'gpu-a': dict(DISRUPTIVE, restart=[], accept=[ACCEPT_REASON],
                                                                   accept_label=ACCEPT)}},
             'gpu_health_nvidia_smi_path': stand_in(tmp_path, 'gpu-a', healthy), 'gpu_health_kernel_log': False}
 
@@ -239,8 +239,8 @@ def test_a_new_node_with_an_unhealthy_gpu_stays_cordoned_with_the_reason_and_is_
     after = copy.deepcopy(node(cluster))
     after['status']['capacity']['nvidia.com/gpu'] = '1'
     cluster.nodes['nori'] = after
-    res = run(tmp_path, cluster, ['host_rollout_plan'],
-              {'upgrade_host_rollout_plan': None, 'gpu_health_accept_new_nodes': True}, args=['--skip-tags', 'nvidia_driver'])
+    res = run(tmp_path, cluster, ['plan'],
+              {'node_maintenance_host_rollout_plan': None, 'gpu_health_accept_new_nodes': True}, args=['--skip-tags', 'nvidia_driver'])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert 'acceptance: ' + ACCEPT_REASON in res.stdout
     # Fixed: the rerun's batch checks it, labels it passed, uncordons it (it was schedulable before the first batch).

@@ -33,19 +33,23 @@ LOCK_PLAY = """---
 - name: A run that takes the lock, works, and releases it
   hosts: maint
   gather_facts: false
+  vars:
+    # What roles/upgrade/tasks/main.yml passes to the engine's cordon, uncordon and mark_failed.
+    __node_maintenance_state_label: baremetal.gpu/driver-upgrade
+    __node_maintenance_enter_reason: to driver branch {{ upgrade_driver_branch }}
   tasks:
     - name: Take the lock
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
+        name: baremetal.gpu.node_maintenance
         tasks_from: lock
     - name: Work on the first batch (the gate, then the change's first step)
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
+        name: baremetal.gpu.node_maintenance
         tasks_from: batch
     - name: Take the node out of service
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
-        tasks_from: enter
+        name: baremetal.gpu.node_maintenance
+        tasks_from: cordon
     - name: Hold the lock until the test says so (the change)
       ansible.builtin.wait_for:
         path: "{{ release_file }}"
@@ -56,11 +60,11 @@ LOCK_PLAY = """---
       when: killed | default(false) | bool
     - name: Back in service
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
-        tasks_from: leave
+        name: baremetal.gpu.node_maintenance
+        tasks_from: uncordon
     - name: Release the lock
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
+        name: baremetal.gpu.node_maintenance
         tasks_from: unlock
 """
 
@@ -71,11 +75,11 @@ FILE_PLAY = """---
   tasks:
     - name: Take the lock
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
+        name: baremetal.gpu.node_maintenance
         tasks_from: lock
     - name: Renew it before the batch
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
+        name: baremetal.gpu.node_maintenance
         tasks_from: batch
     - name: Hold the lock until the test says so
       ansible.builtin.wait_for:
@@ -84,7 +88,7 @@ FILE_PLAY = """---
       when: release_file is defined
     - name: Release the lock
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
+        name: baremetal.gpu.node_maintenance
         tasks_from: unlock
 """
 
@@ -95,26 +99,30 @@ BATCH_PLAY = """---
   tasks:
     - name: Take the lock
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
+        name: baremetal.gpu.node_maintenance
         tasks_from: lock
 
 - name: The batched play of upgrade_driver.yml, the driver change replaced by a stub
   hosts: maint
   gather_facts: false
+  vars:
+    # What roles/upgrade/tasks/main.yml passes to the engine's cordon, uncordon and mark_failed.
+    __node_maintenance_state_label: baremetal.gpu/driver-upgrade
+    __node_maintenance_enter_reason: to driver branch {{ upgrade_driver_branch }}
   serial: [3, 1]
   max_fail_percentage: 0
   pre_tasks:
     - name: Renew the lock, count the budget, shrink the batch
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
+        name: baremetal.gpu.node_maintenance
         tasks_from: batch
   tasks:
     - name: One node (main.yml's block)
       block:
         - name: Enter
           ansible.builtin.include_role:
-            name: baremetal.gpu.upgrade
-            tasks_from: enter
+            name: baremetal.gpu.node_maintenance
+            tasks_from: cordon
         - name: The change (a stub that takes a while on the others and fails on gpu-b at once)
           ansible.builtin.fail:
             msg: apt cannot install nvidia-driver-599
@@ -124,17 +132,17 @@ BATCH_PLAY = """---
             seconds: 1
         - name: Leave
           ansible.builtin.include_role:
-            name: baremetal.gpu.upgrade
-            tasks_from: leave
+            name: baremetal.gpu.node_maintenance
+            tasks_from: uncordon
       rescue:
         - name: Failed
           ansible.builtin.include_role:
-            name: baremetal.gpu.upgrade
-            tasks_from: failed
+            name: baremetal.gpu.node_maintenance
+            tasks_from: mark_failed
   post_tasks:
     - name: Stop
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
+        name: baremetal.gpu.node_maintenance
         tasks_from: stop
 
 - name: Release
@@ -143,7 +151,7 @@ BATCH_PLAY = """---
   tasks:
     - name: Release the lock
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
+        name: baremetal.gpu.node_maintenance
         tasks_from: unlock
 """
 
@@ -172,9 +180,9 @@ def start(tmp_path, name, cluster, hosts, play, extra=None, api=True):
     if api:
         inventory['all']['children']['baremetal_gpu_cluster_api'] = {
             'hosts': {'localhost': {'ansible_connection': 'local'}}}
-    variables = {'upgrade_driver_branch': '595', 'upgrade_kubeconfig': cluster.kubeconfig,
-                 'upgrade_capacity_timeout': 5, 'upgrade_node_ready_timeout': 10, 'upgrade_gpu_pod_deletion_timeout': 10,
-                 'upgrade_state_dir': str(work / 'state'), 'upgrade_lock_timeout': 30, 'upgrade_lock_lease_duration': 600,
+    variables = {'upgrade_driver_branch': '595', 'node_maintenance_kubeconfig': cluster.kubeconfig,
+                 'node_maintenance_capacity_timeout': 5, 'node_maintenance_node_ready_timeout': 10, 'node_maintenance_gpu_pod_deletion_timeout': 10,
+                 'node_maintenance_state_dir': str(work / 'state'), 'node_maintenance_lock_timeout': 30, 'node_maintenance_lock_lease_duration': 600,
                  'upgrade_plan': plan(hosts, [len(hosts)], len(hosts))}
     variables.update(extra or {})
     (work / 'inventory.yml').write_text(yaml.safe_dump(inventory))
@@ -217,7 +225,7 @@ def test_a_second_run_waits_for_the_first_then_proceeds(tmp_path, cluster):
     first_holder = holder(cluster)
 
     # A second run with a short timeout fails naming the holder, before it touches anything.
-    impatient = start(tmp_path, 'impatient', cluster, ['gpu-b'], LOCK_PLAY, {'upgrade_lock_timeout': 2})
+    impatient = start(tmp_path, 'impatient', cluster, ['gpu-b'], LOCK_PLAY, {'node_maintenance_lock_timeout': 2})
     rc, out = finish(impatient)
     assert rc != 0
     assert 'the maintenance lock is held by %s until' % first_holder in out, out[-3000:]
@@ -226,7 +234,7 @@ def test_a_second_run_waits_for_the_first_then_proceeds(tmp_path, cluster):
     assert holder(cluster) == first_holder
 
     # A patient one waits, and takes the lock once the first run released it.
-    second = start(tmp_path, 'second', cluster, ['gpu-b'], LOCK_PLAY, {'upgrade_lock_timeout': 90})
+    second = start(tmp_path, 'second', cluster, ['gpu-b'], LOCK_PLAY, {'node_maintenance_lock_timeout': 90})
     time.sleep(4)
     assert holder(cluster) == first_holder and not cluster.nodes['n-gpu-b']['spec'].get('unschedulable')
     release.write_text('go')
@@ -249,20 +257,20 @@ def test_a_killed_runs_lock_is_taken_over_and_its_node_counts_against_the_budget
     cluster.add_node(node_named('n-gpu-a'))
     cluster.add_node(node_named('n-gpu-b'))
     # The first run is killed after it cordoned its node: its lock (2 s) and its node stay.
-    killed = start(tmp_path, 'killed', cluster, ['gpu-a'], LOCK_PLAY, {'killed': True, 'upgrade_lock_lease_duration': 2})
+    killed = start(tmp_path, 'killed', cluster, ['gpu-a'], LOCK_PLAY, {'killed': True, 'node_maintenance_lock_lease_duration': 2})
     rc, out = finish(killed)
     assert rc == 0, out[-3000:]
     dead = holder(cluster)
     assert dead and cluster.nodes['n-gpu-a']['spec']['unschedulable'] is True
     assert cluster.nodes['n-gpu-a']['metadata']['labels'][STATE] == 'upgrading'
     time.sleep(2.5)
-    # The next run (upgrade_max_unavailable 1) takes the expired lock over with a warning; its gate counts the node the
+    # The next run (node_maintenance_max_unavailable 1) takes the expired lock over with a warning; its gate counts the node the
     # killed run left out of service, so its own node is deferred, not cordoned.
     second = start(tmp_path, 'second', cluster, ['gpu-b'], LOCK_PLAY, {'upgrade_plan': plan(['gpu-b'], [1], 1)})
     rc, out = finish(second)
     assert rc == 0, out[-4000:]
     assert '[WARNING]: the maintenance lock held by %s expired' % dead in out.replace('\n', ' '), out[-4000:]
-    assert 'DEFERRED (no room in upgrade_max_unavailable; the next run takes them): gpu-b' in out
+    assert 'DEFERRED (no room in node_maintenance_max_unavailable; the next run takes them): gpu-b' in out
     assert 'n-gpu-a (unschedulable)' in out
     assert not cluster.nodes['n-gpu-b']['spec'].get('unschedulable')
     assert not [p for m, p, b in cluster.requests if m == 'PATCH' and p.endswith('/n-gpu-b')]
@@ -298,11 +306,11 @@ def test_without_a_cluster_api_a_lock_file_on_the_node(tmp_path, cluster):
     state = tmp_path / 'node-state'
     lock_file = state / 'maintenance-lock.json'
     release = tmp_path / 'release-first'
-    common = {'upgrade_state_dir': str(state)}
+    common = {'node_maintenance_state_dir': str(state)}
     first = start(tmp_path, 'first', cluster, ['gpu-a'], FILE_PLAY, dict(common, release_file=str(release)), api=False)
     assert wait_for(lambda: lock_file.exists() and 'holderIdentity' in lock_file.read_text()), finish(first, 5)[1][-3000:]
     first_holder = json.loads(lock_file.read_text())['spec']['holderIdentity']
-    second = start(tmp_path, 'second', cluster, ['gpu-a'], FILE_PLAY, dict(common, upgrade_lock_timeout=2), api=False)
+    second = start(tmp_path, 'second', cluster, ['gpu-a'], FILE_PLAY, dict(common, node_maintenance_lock_timeout=2), api=False)
     rc, out = finish(second)
     assert rc != 0
     assert 'the maintenance lock is held by %s until' % first_holder in out, out[-3000:]
@@ -322,13 +330,13 @@ UNINSTALL_PLAY = """---
   hosts: maint
   gather_facts: false
   vars:
-    __upgrade_plan_fact: upgrade_uninstall_plan
-    __upgrade_host_rollout_plan_fact: upgrade_uninstall_plan
-    __upgrade_host_rollout_label_name: baremetal.gpu/uninstall
+    __node_maintenance_plan_fact: node_maintenance_uninstall_plan
+    __node_maintenance_host_rollout_plan_fact: node_maintenance_uninstall_plan
+    __node_maintenance_host_rollout_label_name: baremetal.gpu/uninstall
   tasks:
     - name: Step {{ item }}
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
+        name: baremetal.gpu.node_maintenance
         tasks_from: "{{ item }}"
       loop: "{{ steps }}"
 """
@@ -341,8 +349,8 @@ def test_the_uninstall_takes_a_node_of_a_cluster_out_of_service_and_back(tmp_pat
                   'reasons': ['driver 580.105.08 to purge', 'the NVIDIA container runtime to remove']}
     cluster.add_node(node_named('n-gpu-a'))
     cluster.add_pod(pod('train-0', 'ml', {'nvidia.com/gpu': '1'}, node='n-gpu-a'))
-    extra = {'upgrade_uninstall_plan': {'nodes': {'gpu-a': disruptive}, 'noop': False, 'order': ['gpu-a']},
-             'steps': ['host_rollout_enter']}
+    extra = {'node_maintenance_uninstall_plan': {'nodes': {'gpu-a': disruptive}, 'noop': False, 'order': ['gpu-a']},
+             'steps': ['enter']}
     rc, out = finish(start(tmp_path, 'enter', cluster, ['gpu-a'], UNINSTALL_PLAY, extra))
     assert rc == 0, out[-4000:]
     node = cluster.nodes['n-gpu-a']
@@ -355,7 +363,7 @@ def test_the_uninstall_takes_a_node_of_a_cluster_out_of_service_and_back(tmp_pat
     # The host layer is off: the node advertises no GPU any more. Leave waits for Ready only, then uncordons.
     node['status']['capacity'].pop('nvidia.com/gpu', None)
     node['status']['allocatable'].pop('nvidia.com/gpu', None)
-    extra['steps'] = ['host_rollout_enter', 'host_rollout_leave']
+    extra['steps'] = ['enter', 'leave']
     rc, out = finish(start(tmp_path, 'leave', cluster, ['gpu-a'], UNINSTALL_PLAY, extra))
     assert rc == 0, out[-4000:]
     node = cluster.nodes['n-gpu-a']
@@ -366,7 +374,7 @@ def test_the_uninstall_takes_a_node_of_a_cluster_out_of_service_and_back(tmp_pat
 
 def test_the_uninstall_plan_reads_the_cluster_and_refuses_bad_knobs(tmp_path, cluster):
     cluster.add_node(node_named('n-gpu-a'))
-    extra = {'steps': ['uninstall_plan'], 'upgrade_uninstall_plan': None}
+    extra = {'steps': ['plan_uninstall'], 'node_maintenance_uninstall_plan': None}
     extra = dict((k, v) for k, v in extra.items() if v is not None)
     rc, out = finish(start(tmp_path, 'plan', cluster, ['gpu-a'], UNINSTALL_PLAY, extra))
     assert rc == 0, out[-4000:]
@@ -383,5 +391,5 @@ def test_the_uninstall_plan_reads_the_cluster_and_refuses_bad_knobs(tmp_path, cl
     assert rc == 0, out[-4000:]
     assert 'gpu-a: in a cluster (the cluster API lists Node n-gpu-a); the NVIDIA container runtime to remove' in out, \
         out[-3000:]
-    rc, out = finish(start(tmp_path, 'bad', cluster, ['gpu-a'], UNINSTALL_PLAY, dict(extra, upgrade_lock_timeout=-5)))
-    assert rc != 0 and 'upgrade_lock_timeout must be 0 (do not wait) or more seconds, got "-5"' in out
+    rc, out = finish(start(tmp_path, 'bad', cluster, ['gpu-a'], UNINSTALL_PLAY, dict(extra, node_maintenance_lock_timeout=-5)))
+    assert rc != 0 and 'node_maintenance_lock_timeout must be 0 (do not wait) or more seconds, got "-5"' in out

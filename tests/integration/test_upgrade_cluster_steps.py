@@ -26,12 +26,16 @@ PLAY = """---
 - name: Upgrade role, cluster steps
   hosts: gpu-a
   gather_facts: false
+  vars:
+    # What roles/upgrade/tasks/main.yml passes to the engine's cordon, uncordon and mark_failed.
+    __node_maintenance_state_label: baremetal.gpu/driver-upgrade
+    __node_maintenance_enter_reason: to driver branch {{ upgrade_driver_branch }}
   tasks:
 %s
 """
 STEP = """    - name: Step {step}
       ansible.builtin.include_role:
-        name: baremetal.gpu.upgrade
+        name: baremetal.gpu.node_maintenance
         tasks_from: {step}
 """
 RESCUE = """    - name: A failing upgrade, rescued as main.yml does
@@ -42,8 +46,8 @@ RESCUE = """    - name: A failing upgrade, rescued as main.yml does
       rescue:
         - name: Step failed
           ansible.builtin.include_role:
-            name: baremetal.gpu.upgrade
-            tasks_from: failed
+            name: baremetal.gpu.node_maintenance
+            tasks_from: mark_failed
 """
 
 
@@ -63,15 +67,16 @@ def run(tmp_path, cluster, steps, extra=None):
     inventory = {'all': {
         'hosts': {'gpu-a': {'ansible_connection': 'local', 'baremetal_gpu_node_name': 'nori'}},
         'children': {'baremetal_gpu_cluster_api': {'hosts': {'localhost': {'ansible_connection': 'local'}}}}}}
-    variables = {'upgrade_driver_branch': '595', 'upgrade_kubeconfig': cluster.kubeconfig,
-                 'upgrade_capacity_timeout': 5, 'upgrade_node_ready_timeout': 10, 'upgrade_gpu_pod_deletion_timeout': 10,
-                 'upgrade_drain_timeout': 10,
+    variables = {'upgrade_driver_branch': '595', 'node_maintenance_kubeconfig': cluster.kubeconfig,
+                 'node_maintenance_capacity_timeout': 5, 'node_maintenance_node_ready_timeout': 10, 'node_maintenance_gpu_pod_deletion_timeout': 10,
+                 'node_maintenance_drain_timeout': 10,
                  # The failure step writes the node record: into the test's directory, never the machine's /var/lib.
-                 'upgrade_state_dir': str(tmp_path / 'state')}
+                 'node_maintenance_state_dir': str(tmp_path / 'state')}
     variables.update(extra or {})
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
     (tmp_path / 'vars.yml').write_text(yaml.safe_dump(variables))
-    body = ''.join(RESCUE if s == 'failed' else STEP.format(step=s) for s in steps)
+    # The upgrade's steps are the engine's cordon and uncordon (roles/upgrade/tasks/main.yml).
+    body = ''.join(RESCUE if s == 'failed' else STEP.format(step={'enter': 'cordon', 'leave': 'uncordon'}.get(s, s)) for s in steps)
     (tmp_path / 'play.yml').write_text(PLAY % body)
     cmd = ['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'), str(tmp_path / 'play.yml'),
            '-e', '@' + str(tmp_path / 'vars.yml')]
@@ -86,7 +91,7 @@ def test_enter_then_leave(tmp_path, cluster):
     cluster.add_node(NORI)
     for item in (TRAIN, SCRATCH, DCGM, WEB):
         cluster.add_pod(item)
-    res = run(tmp_path, cluster, ['enter'], {'upgrade_gpu_pod_deletion_delete_emptydir': True})
+    res = run(tmp_path, cluster, ['enter'], {'node_maintenance_gpu_pod_deletion_delete_emptydir': True})
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     meta = node(cluster)['metadata']
     assert meta['labels'][STATE] == 'upgrading'
@@ -107,7 +112,7 @@ def test_enter_then_leave(tmp_path, cluster):
     assert cordon_index < [i for i, (m, p, b) in enumerate(cluster.requests) if m == 'DELETE'][0]
     assert first_delete > 0
 
-    res = run(tmp_path, cluster, ['enter', 'leave'], {'upgrade_gpu_pod_deletion_delete_emptydir': True})
+    res = run(tmp_path, cluster, ['enter', 'leave'], {'node_maintenance_gpu_pod_deletion_delete_emptydir': True})
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     meta = node(cluster)['metadata']
     assert meta['labels'][STATE] == 'done'
@@ -123,7 +128,7 @@ def test_node_cordoned_before_stays_cordoned(tmp_path, cluster):
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert node(cluster)['metadata']['labels'][STATE] == 'done'
     assert node(cluster)['spec']['unschedulable'] is True
-    assert 'stays cordoned: it was unschedulable before the upgrade' in res.stdout
+    assert 'stays cordoned: it was unschedulable before this maintenance' in res.stdout
     assert not [b for m, p, b in cluster.requests if m == 'PATCH' and b == {'spec': {'unschedulable': False}}]
 
 
@@ -144,7 +149,7 @@ def test_gpu_pod_with_emptydir_is_refused(tmp_path, cluster):
     cluster.add_pod(SCRATCH)
     res = run(tmp_path, cluster, ['enter'])
     assert res.returncode != 0
-    assert 'upgrade_gpu_pod_deletion_delete_emptydir' in res.stdout and 'ml/scratch-job' in res.stdout
+    assert 'node_maintenance_gpu_pod_deletion_delete_emptydir' in res.stdout and 'ml/scratch-job' in res.stdout
     assert cluster.calls('DELETE') == []
     assert ('ml', 'scratch-job') in cluster.pods
 
@@ -153,7 +158,7 @@ def test_drain_evicts_what_is_left(tmp_path, cluster):
     cluster.add_node(NORI)
     for item in (TRAIN, DCGM, WEB):
         cluster.add_pod(item)
-    res = run(tmp_path, cluster, ['enter'], {'upgrade_drain_enabled': True})
+    res = run(tmp_path, cluster, ['enter'], {'node_maintenance_drain_enabled': True})
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     assert 'POST /api/v1/namespaces/default/pods/web-0/eviction' in cluster.calls('POST')
     assert sorted(cluster.pods) == [('nvidia-dcgm', 'dcgm-exporter-x')]   # DaemonSet pods stay

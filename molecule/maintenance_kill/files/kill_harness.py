@@ -21,10 +21,10 @@ import time
 
 # (playbook, what the point is, the start of the task line to wait for, seconds to wait after it)
 CANDIDATES = [
-    ('gpu_nodes.yml', 'day 1: plan, reading the nodes', 'TASK [baremetal.gpu.upgrade : Host rollout plan | Read the node', 0),
+    ('gpu_nodes.yml', 'day 1: plan, reading the nodes', 'TASK [baremetal.gpu.node_maintenance : Host rollout plan | Read the node', 0),
     ('gpu_nodes.yml', 'day 1: nvidia_driver decides', 'TASK [baremetal.gpu.nvidia_driver : Hold the driver packages', 0),
     ('gpu_nodes.yml', 'day 1: reboot decision', 'TASK [baremetal.gpu.nvidia_driver : Work out whether a reboot is needed', 0),
-    ('upgrade_driver.yml', 'upgrade: lock taken', 'TASK [baremetal.gpu.upgrade : Lock | Say who holds the lock now', 0),
+    ('upgrade_driver.yml', 'upgrade: lock taken', 'TASK [baremetal.gpu.node_maintenance : Lock | Say who holds the lock now', 0),
     ('upgrade_driver.yml', 'upgrade: enter (record upgrading written)',
      'TASK [baremetal.gpu.upgrade : Stop what holds the GPU, change the branch', 0),
     ('upgrade_driver.yml', 'upgrade: change, GPU services stopped', 'TASK [baremetal.gpu.upgrade : Change | Stop those that run', 1),
@@ -34,7 +34,7 @@ CANDIDATES = [
     ('upgrade_driver.yml', 'upgrade: check', 'TASK [baremetal.gpu.upgrade : Check | Read the driver now on the node', 0),
     ('upgrade_driver.yml', 'upgrade: leave (record done being written)',
      'TASK [baremetal.gpu.upgrade : Record | Write the upgrade record (done)', 0),
-    ('upgrade_driver.yml', 'upgrade: unlock', 'TASK [baremetal.gpu.upgrade : Unlock | Release the lock file', 0),
+    ('upgrade_driver.yml', 'upgrade: unlock', 'TASK [baremetal.gpu.node_maintenance : Unlock | Release the lock file', 0),
 ]
 
 

@@ -39,7 +39,7 @@ def test_plan_filter_and_its_errors():
                                        'x': {'in_cluster': False}}, None)
     # A node outside the cluster never shares a batch with a node of the cluster.
     assert got['batches'] == [['x'], ['s1']]
-    with pytest.raises(AnsibleFilterError, match='upgrade_batch_size must be at least 1'):
+    with pytest.raises(AnsibleFilterError, match='node_maintenance_batch_size must be at least 1'):
         plan(['s1'], 0, '25%', {}, None)
 
 
@@ -61,15 +61,15 @@ def test_only_the_reasons_of_roles_that_run_count(run_tags, skip_tags, restart):
 def test_host_values_reads_a_path_some_hosts_lack():
     # hostvars as the planning plays see them: the map of a host whose Node was found (maintenance_node_name's
     # answer), none for a host no Node maps to, nothing at all for a host whose planning task was skipped.
-    hostvars = {'gpu-a': {'__upgrade_map': {'name': 'n-gpu-a', 'by': 'name'}, '__upgrade_failed': True},
-                'gpu-b': {'__upgrade_map': None, '__upgrade_failed': False},
+    hostvars = {'gpu-a': {'__upgrade_map': {'name': 'n-gpu-a', 'by': 'name'}, '__node_maintenance_failed': True},
+                'gpu-b': {'__upgrade_map': None, '__node_maintenance_failed': False},
                 'gpu-c': {'__upgrade_map': {}},
                 'gpu-d': {},
                 'gpu-e': {'__upgrade_map': 'not a mapping'}}
     hosts = ['gpu-a', 'gpu-b', 'gpu-c', 'gpu-d', 'gpu-e']
     assert filters.host_values(hosts, hostvars, '__upgrade_map.name') == {
         'gpu-a': 'n-gpu-a', 'gpu-b': None, 'gpu-c': None, 'gpu-d': None, 'gpu-e': None}
-    assert filters.host_values(hosts, hostvars, '__upgrade_failed', False) == {
+    assert filters.host_values(hosts, hostvars, '__node_maintenance_failed', False) == {
         'gpu-a': True, 'gpu-b': False, 'gpu-c': False, 'gpu-d': False, 'gpu-e': False}
     # A host listed twice (k8s_control and gpu_nodes) once, in the first place it appears.
     assert list(filters.host_values(['gpu-b', 'gpu-a', 'gpu-b'], hostvars, '__upgrade_map.by', '')) == ['gpu-b', 'gpu-a']

@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import input_rules
 
-COUNT_RE = r'^(0*[1-9][0-9]*|0*([1-9][0-9]?|100)%)$'   # roles/upgrade/vars/main.yml, __upgrade_count_re
+COUNT_RE = r'^(0*[1-9][0-9]*|0*([1-9][0-9]?|100)%)$'   # roles/upgrade/vars/main.yml, __node_maintenance_count_re
 
 
 def one(rule, value):

@@ -216,7 +216,7 @@ def test_servers_one_at_a_time_and_outside_nodes_never_with_cluster_nodes():
 
 
 def test_three_servers_and_five_agents_batch_2_and_25_percent():
-    # Issue 18: upgrade_driver.yml rebooted two RKE2 servers together (etcd quorum) with upgrade_batch_size 2.
+    # Issue 18: upgrade_driver.yml rebooted two RKE2 servers together (etcd quorum) with node_maintenance_batch_size 2.
     hosts = ['s1', 's2', 's3', 'a1', 'a2', 'a3', 'a4', 'a5']
     nodes = dict((h, info(role='server' if h.startswith('s') else 'agent')) for h in hosts)
     got = maintenance.plan(2, '25%', hosts, nodes, [api(h) for h in hosts])
@@ -258,7 +258,7 @@ def test_max_unavailable_counts_nodes_out_anywhere_in_the_cluster():
 def test_no_room_is_refused_naming_the_variable():
     nodes = {'a1': info(), 'a2': info()}
     cluster = [api('a1', unschedulable=True), api('a2')]
-    with pytest.raises(ValueError, match='upgrade_max_unavailable allows 1 unavailable node'):
+    with pytest.raises(ValueError, match='node_maintenance_max_unavailable allows 1 unavailable node'):
         maintenance.plan(1, 1, ['a1', 'a2'], nodes, cluster)
     # With nothing disruptive the cordoned node is no reason to refuse.
     quiet = {'a1': info(disruptive=False), 'a2': info(disruptive=False)}
@@ -531,11 +531,11 @@ def test_lock_timeout_below_zero_is_refused():
 
 
 @pytest.mark.parametrize('batch, limit, words', [
-    (0, 1, 'upgrade_batch_size must be at least 1'),
-    ('0%', 1, 'upgrade_batch_size must be a percentage between 1% and 100%'),
-    ('101%', 1, 'upgrade_batch_size must be a percentage between 1% and 100%'),
-    (1, 'many', 'upgrade_max_unavailable must be a number of nodes or a percentage'),
-    (-1, 1, 'upgrade_batch_size must be a number of nodes or a percentage'),
+    (0, 1, 'node_maintenance_batch_size must be at least 1'),
+    ('0%', 1, 'node_maintenance_batch_size must be a percentage between 1% and 100%'),
+    ('101%', 1, 'node_maintenance_batch_size must be a percentage between 1% and 100%'),
+    (1, 'many', 'node_maintenance_max_unavailable must be a number of nodes or a percentage'),
+    (-1, 1, 'node_maintenance_batch_size must be a number of nodes or a percentage'),
 ])
 def test_bad_knobs_are_refused_naming_the_variable(batch, limit, words):
     with pytest.raises(ValueError, match=re.escape(words)):

@@ -23,7 +23,7 @@ HOSTS = ['gpu-a', 'gpu-b', 'gpu-c', 'gpu-d']
     (1, 4, 1), ('2', 4, 2), ('25%', 4, 1), ('50%', 4, 2), ('100%', 4, 4), ('10%', 4, 1), ('25%', 100, 25),
 ])
 def test_parse_count(value, total, expected):
-    assert maintenance.parse_count(value, total, 'upgrade_batch_size') == expected
+    assert maintenance.parse_count(value, total, 'node_maintenance_batch_size') == expected
 
 
 @pytest.mark.parametrize('value, words', [
@@ -32,8 +32,8 @@ def test_parse_count(value, total, expected):
 ])
 def test_parse_count_refusals(value, words):
     with pytest.raises(ValueError) as err:
-        maintenance.parse_count(value, 4, 'upgrade_batch_size')
-    assert 'upgrade_batch_size' in str(err.value) and words in str(err.value)
+        maintenance.parse_count(value, 4, 'node_maintenance_batch_size')
+    assert 'node_maintenance_batch_size' in str(err.value) and words in str(err.value)
 
 
 def unode(host, status_done, api_node=None, role='agent', enabled=False):
@@ -79,7 +79,7 @@ def test_upgrade_plan_refuses_when_no_room():
              'gpu-d': unode('gpu-d', False, node('gpu-d'))}
     with pytest.raises(ValueError) as err:
         maintenance.plan(1, '50%', HOSTS, nodes, apis)
-    assert 'upgrade_max_unavailable allows 2' in str(err.value) and 'gpu-a, gpu-b' in str(err.value)
+    assert 'node_maintenance_max_unavailable allows 2' in str(err.value) and 'gpu-a, gpu-b' in str(err.value)
 
 
 def test_an_enabled_rke2_server_without_a_node_is_still_in_the_cluster():
