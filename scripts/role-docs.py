@@ -45,8 +45,8 @@ PINS_END = "<!-- END CHART PINS -->"
 # The cluster roles that install a chart, in cluster_addons.yml's order.
 CHART_ROLES = ("kube_prometheus", "device_plugin", "dcgm_exporter")
 # Roles that run on the GPU nodes and so support exactly the OS matrix.
-HOST_ROLES = ("nvidia_driver", "container_toolkit", "rke2_nvidia_runtime", "preflight", "upgrade", "uninstall",
-              "gpu_health")
+HOST_ROLES = ("nvidia_driver", "container_toolkit", "rke2_nvidia_runtime", "preflight", "upgrade", "node_maintenance",
+              "uninstall", "gpu_health")
 
 
 def load_support():
