@@ -18,7 +18,8 @@ description:
   - "Each rule has C(var) (the variable), C(check) and C(message) (C({value}) in it is replaced by the value as Jinja's
     C(~) writes it). Checks: C(regex) (C(pattern), matched from the start; C(trim)), C(absolute_path), C(not_empty),
     C(int_min) (C(min)), C(int_range) (C(min), C(max)), C(digits) (C(trim), C(positive)), C(removed) (the variable
-    must not be set), C(ok) (C(ok) is a condition the role computed over several variables). C(empty_ok) lets an
+    must not be set), C(renamed) (the variable must not be set: its new name is C(to), and the message, which may be
+    left out, says so), C(ok) (C(ok) is a condition the role computed over several variables). C(empty_ok) lets an
     empty or unset value pass, C(none_ok) an unset (null) one."
   - A table that names an unknown check or lacks a key fails as an error of the role, not of the user. The checks
     are C(plugins/module_utils/input_rules.py), with unit tests.

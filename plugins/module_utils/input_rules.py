@@ -7,7 +7,8 @@ A rule is a mapping:
 
     var      the variable the rule checks (its value is values[var]; None when unset)
     check    the kind of check, one of KINDS
-    message  the refusal; ``{value}`` is replaced by the value as Jinja's ``~`` writes it
+    message  the refusal; ``{value}`` is replaced by the value as Jinja's ``~`` writes it (a ``renamed`` rule
+             may leave it out: its message is written from ``var`` and ``to``)
     ...      the kind's own keys (pattern, min, max, trim, positive, ok)
     empty_ok an empty or unset value passes; none_ok: an unset (null) value passes
 
@@ -21,6 +22,8 @@ Kinds:
     digits          str(value) (``trim``) is digits only; with ``positive`` above 0 too
     one_of          str(value) (lower-cased with ``lower``) is one of ``choices``
     removed         the variable is set: it was removed and must go from the inventory
+    renamed         the variable is set: it is now named ``to``, so the inventory must rename it (an old name is
+                    refused, never silently ignored)
     ok              ``ok`` is the answer, computed by the role (a condition over several variables)
 """
 
@@ -32,7 +35,8 @@ import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-KINDS = ('regex', 'absolute_path', 'not_empty', 'int_min', 'int_range', 'digits', 'one_of', 'removed', 'ok')
+KINDS = ('regex', 'absolute_path', 'not_empty', 'int_min', 'int_range', 'digits', 'one_of', 'removed', 'renamed', 'ok')
+RENAMED = '%s was renamed %s: rename it in the inventory (got "{value}")'
 _DIGITS = re.compile(r'^[0-9]+$')
 
 
@@ -67,7 +71,7 @@ def passes(rule, value):
     if kind == 'ok':
         # A condition the role templated: a boolean (ansible-core 2.19), or its text where templating returns text.
         return boolean(rule.get('ok'), strict=False)
-    if kind == 'removed':
+    if kind in ('removed', 'renamed'):
         return value is None
     if (rule.get('none_ok') and value is None) or (rule.get('empty_ok') and _empty(value)):
         return True
@@ -95,11 +99,12 @@ def passes(rule, value):
 def check_rules(rules):
     """Refuse a rule table a maintainer got wrong: every rule names a var, a known check and a message."""
     for rule in rules:
-        if not hasattr(rule, 'get') or not rule.get('var') or not rule.get('message'):
+        if not hasattr(rule, 'get') or not rule.get('var') or not (rule.get('message') or rule.get('check') == 'renamed'):
             raise RuleError('every input rule needs var and message: %r' % (rule,))
         if rule.get('check') not in KINDS:
             raise RuleError('unknown check %r in the rule for %s (known: %s)' % (rule.get('check'), rule['var'], ', '.join(KINDS)))
-        needs = {'regex': ('pattern',), 'int_min': ('min',), 'int_range': ('min', 'max'), 'ok': ('ok',), 'one_of': ('choices',)}
+        needs = {'regex': ('pattern',), 'int_min': ('min',), 'int_range': ('min', 'max'), 'ok': ('ok',), 'one_of': ('choices',),
+                 'renamed': ('to',)}
         for key in needs.get(rule['check'], ()):
             if key not in rule:
                 raise RuleError('the %s rule for %s needs %s' % (rule['check'], rule['var'], key))
@@ -114,5 +119,6 @@ def errors(rules, values):
     for rule in rules:
         value = values.get(rule['var'])
         if not passes(rule, value):
-            out.append(rule['message'].replace('{value}', as_text(value)))
+            message = rule.get('message') or RENAMED % (rule['var'], rule['to'])
+            out.append(message.replace('{value}', as_text(value)))
     return out

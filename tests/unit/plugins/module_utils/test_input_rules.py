@@ -86,6 +86,17 @@ def test_removed_and_ok():
     assert one({'check': 'ok', 'ok': False}, 'x') == ['v is wrong, got "x"']
 
 
+def test_renamed_writes_its_message_from_the_old_and_new_names():
+    rule = {'var': 'upgrade_batch_size', 'check': 'renamed', 'to': 'node_maintenance_batch_size'}
+    assert input_rules.errors([rule], {}) == []
+    assert input_rules.errors([rule], {'upgrade_batch_size': None}) == []
+    assert input_rules.errors([rule], {'upgrade_batch_size': '2'}) == [
+        'upgrade_batch_size was renamed node_maintenance_batch_size: rename it in the inventory (got "2")']
+    # A false value is still a value someone set: refused too.
+    assert input_rules.errors([rule], {'upgrade_batch_size': False}) != []
+    assert input_rules.errors([dict(rule, message='own: {value}')], {'upgrade_batch_size': 0}) == ['own: 0']
+
+
 def test_messages_in_the_tables_order_and_the_value_as_jinja_writes_it():
     rules = [{'var': 'b', 'check': 'digits', 'message': 'b: {value}'},
              {'var': 'a', 'check': 'absolute_path', 'message': 'a: {value} (100% {not a field})'}]
@@ -102,6 +113,8 @@ def test_messages_in_the_tables_order_and_the_value_as_jinja_writes_it():
     {'var': 'v', 'check': 'int_range', 'min': 1, 'message': 'm'},   # range without max
     {'var': 'v', 'check': 'ok', 'message': 'm'},                    # ok without its answer
     {'var': 'v', 'check': 'one_of', 'message': 'm'},                # one_of without choices
+    {'var': 'v', 'check': 'renamed'},                               # renamed without its new name
+    {'var': 'v', 'check': 'removed'},                               # no message (only renamed writes its own)
     'not a mapping',
 ])
 def test_a_broken_table_is_the_roles_error(rule):
