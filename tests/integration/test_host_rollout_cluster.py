@@ -205,7 +205,7 @@ def test_plan_holds_a_new_node_for_its_gpu_acceptance_only_when_asked(tmp_path, 
 
 def accept_vars(tmp_path, healthy):
     return {'node_maintenance_host_rollout_plan': {'nodes': {'gpu-a': dict(DISRUPTIVE, restart=[], accept=[ACCEPT_REASON],
-                                                                  accept_label=ACCEPT)}},
+                                                                           accept_label=ACCEPT)}},
             'gpu_health_nvidia_smi_path': stand_in(tmp_path, 'gpu-a', healthy), 'gpu_health_kernel_log': False}
 
 
