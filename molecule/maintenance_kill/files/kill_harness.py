@@ -19,7 +19,16 @@ import sys
 import threading
 import time
 
-# (playbook, what the point is, the start of the task line to wait for, seconds to wait after it)
+# The delay of a point where dpkg itself is killed: not seconds, but "once dpkg is held in the node" (kill_in_dpkg).
+DPKG = 'dpkg'
+ARMED = '/run/baremetal-gpu-test/dpkg-block-armed'
+BLOCKING = '/run/baremetal-gpu-test/dpkg-blocking'
+JOURNAL = '/var/lib/dpkg/updates'
+RECORD = '/var/lib/baremetal-gpu/nvidia_driver/apt-transaction.json'
+# What nvidia_driver says once it finished its own interrupted transaction (roles/nvidia_driver/tasks/apt-recover.yml).
+REPAIRED = 'Finished the apt transaction an earlier run of this role'
+
+# (playbook, what the point is, the start of the task line to wait for, seconds to wait after it, or DPKG)
 CANDIDATES = [
     ('gpu_nodes.yml', 'day 1: plan, reading the nodes', 'TASK [baremetal.gpu.node_maintenance : Host rollout plan | Read the node', 0),
     ('gpu_nodes.yml', 'day 1: nvidia_driver decides', 'TASK [baremetal.gpu.nvidia_driver : Hold the driver packages', 0),
@@ -28,8 +37,10 @@ CANDIDATES = [
     ('upgrade_driver.yml', 'upgrade: enter (record upgrading written)',
      'TASK [baremetal.gpu.upgrade : Stop what holds the GPU, change the branch', 0),
     ('upgrade_driver.yml', 'upgrade: change, GPU services stopped', 'TASK [baremetal.gpu.upgrade : Change | Stop those that run', 1),
-    ('upgrade_driver.yml', 'upgrade: change, inside the apt transaction',
-     'TASK [baremetal.gpu.nvidia_driver : Install the driver packages and remove those', 8),
+    # dpkg itself killed half-way (DPKG below): the test-only trigger package of prepare.yml holds dpkg inside the role's
+    # apt transaction until apt, dpkg and ansible-playbook are all killed, as a dropped SSH session kills them.
+    ('upgrade_driver.yml', 'upgrade: change, dpkg killed inside the apt transaction',
+     'TASK [baremetal.gpu.nvidia_driver : Install the driver packages and remove those', DPKG),
     ('upgrade_driver.yml', 'upgrade: reboot decision', 'TASK [baremetal.gpu.nvidia_driver : Work out whether a reboot is needed', 0),
     ('upgrade_driver.yml', 'upgrade: check', 'TASK [baremetal.gpu.upgrade : Check | Read the driver now on the node', 0),
     ('upgrade_driver.yml', 'upgrade: leave (record done being written)',
@@ -44,7 +55,8 @@ EXTRA = {'gpu_nodes.yml': ['--skip-tags', 'container_toolkit,rke2_nvidia_runtime
 
 # The phases every seed covers (the issue's "inside enter, change, reboot decision, leave"; RKE2 restart: no RKE2 here,
 # killed in molecule/rke2_nvidia_runtime against its stand-in RKE2 instead).
-PHASES = {'day 1': (0, 1, 2), 'enter': (3, 4), 'change': (5, 6), 'reboot decision': (7,), 'leave': (9, 10)}
+# Every seed kills dpkg itself once too (the repair of nvidia_driver's interrupted apt transaction).
+PHASES = {'day 1': (0, 1, 2), 'enter': (3, 4), 'change': (5,), 'dpkg': (6,), 'reboot decision': (7,), 'leave': (9, 10)}
 
 
 def choose(seed, count):
@@ -56,9 +68,36 @@ def choose(seed, count):
     return sorted(picked)
 
 
-def run_until(cmd, env, marker, delay, timeout=900):
-    """Run ``cmd``; when a line starts with ``marker``, wait ``delay`` s and kill -9 the process group.
-    Returns (killed, rc, seconds, tail of the output)."""
+def podman(node, *argv):
+    """A command in a test node; its result (rc, output)."""
+    res = subprocess.run(['podman', 'exec', node] + list(argv), capture_output=True, text=True, timeout=60, check=False)
+    return res.returncode, res.stdout + res.stderr
+
+
+def kill_in_dpkg(nodes, kill, timeout=600):
+    """Once dpkg is held in a node (the trigger package of prepare.yml), kill -9 ansible-playbook (``kill``), then apt,
+    dpkg and the trigger script in that node: what a dropped SSH session does to a run, with dpkg surely half-way.
+    Returns what the node was left with: its name, dpkg's journal entries, whether the role's record is there."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        for node in nodes:
+            if podman(node, 'test', '-e', BLOCKING)[0] == 0:
+                kill()
+                for argv in (['-x', 'apt-get'], ['-x', 'dpkg'], ['-f', 'baremetal-gpu-test-dpkg-blocker.postinst'],
+                             ['-x', 'sleep']):
+                    podman(node, 'pkill', '-9', *argv)
+                podman(node, 'rm', '-f', BLOCKING)
+                journal = podman(node, 'find', JOURNAL, '-regex', '.*/[0-9]+')[1].split()
+                return {'node': node, 'dpkg_journal_entries': len(journal),
+                        'record': podman(node, 'test', '-e', RECORD)[0] == 0}
+        time.sleep(1)
+    return {'node': None, 'dpkg_journal_entries': 0, 'record': False}
+
+
+def run_until(cmd, env, marker, delay, timeout=900, nodes=()):
+    """Run ``cmd``; when a line starts with ``marker``, wait ``delay`` s and kill -9 the process group (with DPKG:
+    once dpkg is held in one of ``nodes``, kill_in_dpkg). Returns (killed, rc, seconds, tail of the output, the
+    whole output, what kill_in_dpkg saw)."""
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True)
@@ -73,11 +112,15 @@ def run_until(cmd, env, marker, delay, timeout=900):
             pass
 
     timer = None
+    seen = {}
     for line in proc.stdout:
         lines.append(line)
         sys.stdout.write('    | ' + line)
         if timer is None and marker and line.startswith(marker):
-            timer = threading.Timer(delay, kill)
+            if delay == DPKG:
+                timer = threading.Thread(target=lambda: seen.update(kill_in_dpkg(nodes, kill)))
+            else:
+                timer = threading.Timer(delay, kill)
             timer.start()
         if time.monotonic() - start > timeout:
             kill()
@@ -85,7 +128,7 @@ def run_until(cmd, env, marker, delay, timeout=900):
     rc = proc.wait()
     if timer is not None:
         timer.join()
-    return killed.is_set(), rc, round(time.monotonic() - start, 1), ''.join(lines[-40:])
+    return killed.is_set(), rc, round(time.monotonic() - start, 1), ''.join(lines[-40:]), ''.join(lines), seen
 
 
 def main():
@@ -95,6 +138,7 @@ def main():
     parser.add_argument('--seed', type=int, default=18)
     parser.add_argument('--count', type=int, default=6)
     parser.add_argument('--log', default='kills.json')
+    parser.add_argument('--nodes', default='', help='the test nodes (podman containers), comma-separated')
     args = parser.parse_args()
 
     points = choose(args.seed, args.count)
@@ -102,19 +146,44 @@ def main():
         args.seed, len(points), args.seed))
     for n, i in enumerate(points, 1):
         playbook, what, marker, delay = CANDIDATES[i]
-        print('  point %d: %s (%s, at "%s" + %d s)' % (n, what, playbook, marker, delay))
+        when = 'dpkg held in a node' if delay == DPKG else '%d s' % delay
+        print('  point %d: %s (%s, at "%s" + %s)' % (n, what, playbook, marker, when))
     sys.stdout.flush()
     env = dict(os.environ, ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
     log = {'seed': args.seed, 'points': []}
+    nodes = [node for node in args.nodes.split(',') if node]
+    dpkg_killed = None
     for n, i in enumerate(points, 1):
         playbook, what, marker, delay = CANDIDATES[i]
         cmd = ['ansible-playbook', '-i', args.inventory, os.path.join(args.playbooks, playbook)] + EXTRA.get(playbook, [])
         print('RUN %d: %s, to be killed at %s' % (n, playbook, what))
         sys.stdout.flush()
-        killed, rc, seconds, tail = run_until(cmd, env, marker, delay)
+        if delay == DPKG:
+            for node in nodes:
+                podman(node, 'sh', '-c', 'mkdir -p %s && touch %s' % (os.path.dirname(ARMED), ARMED))
+        killed, rc, seconds, tail, output, seen = run_until(cmd, env, marker, delay, nodes=nodes)
+        if delay == DPKG:
+            for node in nodes:
+                podman(node, 'rm', '-f', ARMED)
         entry = {'point': n, 'playbook': playbook, 'what': what, 'marker': marker, 'delay': delay,
                  'killed': killed, 'rc': rc, 'seconds': seconds}
+        entry.update(seen)
         log['points'].append(entry)
+        if seen:
+            print('RUN %d: dpkg killed in %s: %d entries in its journal, the role transaction record %s' % (
+                n, seen['node'], seen['dpkg_journal_entries'], 'there' if seen['record'] else 'MISSING'))
+            # The point of the point: dpkg interrupted inside the role's own transaction. Without it the repair
+            # path is not exercised, and that is a failure of this test, not a pass.
+            if not (killed and seen['dpkg_journal_entries'] > 0 and seen['record']):
+                print('RUN %d FAILED: dpkg was not left interrupted inside the role\'s transaction.\n%s' % (n, tail))
+                with open(args.log, 'w') as handle:
+                    json.dump(log, handle, indent=2)
+                return 1
+            dpkg_killed = n
+        elif dpkg_killed and REPAIRED in output:
+            entry['repaired'] = 'the interrupted transaction of run %s' % dpkg_killed
+            print('RUN %d: nvidia_driver finished the apt transaction run %s was killed in' % (n, dpkg_killed))
+            dpkg_killed = None
         outcome = ('KILLED at ' + what) if killed else 'NOT KILLED: the point was not reached, the run ended'
         print('RUN %d: %s after %s s (rc %s)' % (n, outcome, seconds, rc))
         # A run that was not killed must not have failed: that would be a failure of the rerun after a kill.
@@ -126,6 +195,9 @@ def main():
         sys.stdout.flush()
     with open(args.log, 'w') as handle:
         json.dump(log, handle, indent=2)
+    if dpkg_killed:
+        print('RUN %s killed dpkg, and no later run said that nvidia_driver finished that transaction' % dpkg_killed)
+        return 1
     print('KILL SEED %d: %d runs, %d killed' % (args.seed, len(points), sum(1 for p in log['points'] if p['killed'])))
     return 0
 

@@ -69,3 +69,14 @@ def test_gpu_health_remediation_reset_the_sick_gpu_only(host):
         assert log.exists and log.content_string.split() == ["-r", "-i", "0"], log.content_string if log.exists else None
     else:
         assert not log.exists
+
+
+def test_dpkg_killed_inside_the_drivers_transaction_was_finished_by_the_next_run(host):
+    """The harness's dpkg point: dpkg itself killed half-way in nvidia_driver's apt transaction (its journal not empty,
+    the role's record of the transaction there), and a later run said it finished that transaction."""
+    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "kills.json")) as handle:
+        log = json.load(handle)
+    dpkg = [p for p in log["points"] if p["delay"] == "dpkg"]
+    assert len(dpkg) == 1 and dpkg[0]["killed"], log["points"]
+    assert dpkg[0]["dpkg_journal_entries"] > 0 and dpkg[0]["record"], dpkg[0]
+    assert [p for p in log["points"] if p["point"] > dpkg[0]["point"] and "repaired" in p], log["points"]
