@@ -11,14 +11,25 @@ from k8s_api_double import ApiDouble, write_kubeconfig
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def role_docs():
+    """scripts/role-docs.py, imported by path: the one reader of the support data's pins and OS matrix."""
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    spec = importlib.util.spec_from_file_location("baremetal_gpu_role_docs", os.path.join(ROOT, "scripts", "role-docs.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def chart_pin(role):
     """The chart version a cluster role installs by default, so that a chart bump does not touch the tests: read by
     scripts/role-docs.py's chart_pin(), which also writes docs/charts.md's pins table from it."""
-    import importlib.util  # pylint: disable=import-outside-toplevel
-    spec = importlib.util.spec_from_file_location("baremetal_gpu_role_docs", os.path.join(ROOT, "scripts", "role-docs.py"))
-    role_docs = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(role_docs)
-    return role_docs.chart_pin(role)
+    return role_docs().chart_pin(role)
+
+
+def supported_os():
+    """The OS keys of the OS matrix (plugins/module_utils/support.py), in order: "Debian-12, Debian-13, ...", as the
+    host roles' refusals list them. An OS release added to the matrix does not touch the tests."""
+    return ', '.join(role_docs().load_support().supported_os_keys())
 
 
 def ansible_env(extra=None):

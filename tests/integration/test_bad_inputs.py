@@ -6,7 +6,8 @@ Each file tests/integration/bad_inputs/<role>.yml is a YAML list of cases:
       role: nvidia_driver                    # role under test (defaults to the file name)
       vars: {nvidia_driver_branch: "abc"}   # role variables
       facts: {distribution: Gentoo}          # optional: overrides merged into ansible_facts
-      expect: "nvidia_driver_branch"         # substring the failure must contain ({host}: the case's host)
+      expect: "nvidia_driver_branch"         # substring the failure must contain ({host}: the case's host;
+                                             # {supported_os}: the OS matrix's keys, as the refusals list them)
       tags: [nvidia_driver_preflight]        # optional: only run these tags
       cli: {nvidia_driver_branch: "abc"}     # optional: also passed as -e name=value (strings, as users type them)
       e_strings: true                        # optional: also run the case with every var passed as
@@ -34,7 +35,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import ansible_env, run_playbook
+from conftest import ansible_env, run_playbook, supported_os
 
 CASES = []
 for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "bad_inputs", "*.yml"))):
@@ -42,6 +43,7 @@ for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "bad_inputs
     with open(path, encoding="utf-8") as fh:
         for case in yaml.safe_load(fh) or []:
             case.setdefault("role", default_role)
+            case["expect"] = case["expect"].replace("{supported_os}", supported_os())
             CASES.append(pytest.param(case, id="%s: %s" % (case["role"], case["name"])))
             if case.get("e_strings"):
                 CASES.append(pytest.param(dict(case, as_extra_vars=True),
