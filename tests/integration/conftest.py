@@ -1,4 +1,5 @@
 """Shared helpers for the integration tests (run with the project venv, see scripts/env.sh)."""
+import functools
 import json
 import os
 import stat
@@ -11,8 +12,10 @@ from k8s_api_double import ApiDouble, write_kubeconfig
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@functools.lru_cache(maxsize=None)
 def role_docs():
-    """scripts/role-docs.py, imported by path: the one reader of the support data's pins and OS matrix."""
+    """scripts/role-docs.py, imported by path (once per session): the one reader of the support data's pins and OS
+    matrix."""
     import importlib.util  # pylint: disable=import-outside-toplevel
     spec = importlib.util.spec_from_file_location("baremetal_gpu_role_docs", os.path.join(ROOT, "scripts", "role-docs.py"))
     module = importlib.util.module_from_spec(spec)
