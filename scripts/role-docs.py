@@ -46,7 +46,7 @@ PINS_END = "<!-- END CHART PINS -->"
 CHART_ROLES = ("kube_prometheus", "device_plugin", "dcgm_exporter")
 # Roles that run on the GPU nodes and so support exactly the OS matrix.
 HOST_ROLES = ("nvidia_driver", "container_toolkit", "rke2_nvidia_runtime", "preflight", "upgrade", "node_maintenance",
-              "uninstall", "gpu_health")
+              "uninstall", "gpu_health", "host_common")
 
 
 def load_support():

@@ -14,13 +14,12 @@ import os
 import tarfile
 
 import pytest
-import yaml
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import desired_state, driver_plan, node_facts
+from ansible_collections.baremetal.gpu.tests.unit.plugins.module_utils.role_os_data import os_data as role_os_data
 
 HERE = os.path.dirname(__file__)
 TREES = os.path.join(HERE, '..', '..', '..', 'fixtures', 'node-trees')
-VARS = os.path.join(HERE, '..', '..', '..', '..', 'roles', 'nvidia_driver', 'vars')
 TODAY = '2026-11-23'
 
 
@@ -52,8 +51,7 @@ def node_580(tmp_path):
 
 
 def os_data(name):
-    with open(os.path.join(VARS, name + '.yml')) as handle:
-        return yaml.safe_load(handle)['__nvidia_driver_os']
+    return role_os_data(name)
 
 
 def settings(**over):

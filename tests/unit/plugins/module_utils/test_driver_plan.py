@@ -8,14 +8,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-
 import pytest
-import yaml
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import driver_plan
+from ansible_collections.baremetal.gpu.tests.unit.plugins.module_utils.role_os_data import os_data as role_os_data
 
-VARS = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'nvidia_driver', 'vars')
 TODAY = '2026-11-23'
 H100 = {'address': '0000:00:06.0', 'device_id': '0x2330', 'name': 'H100 SXM5 80GB'}
 V100 = {'address': '0000:3b:00.0', 'device_id': '0x1db6', 'name': 'Tesla V100-PCIE-32GB'}
@@ -23,8 +20,7 @@ BLACKWELL = {'address': '0000:01:00.0', 'device_id': '0x2bb5', 'name': 'RTX PRO 
 
 
 def os_data(name):
-    with open(os.path.join(VARS, name + '.yml')) as handle:
-        data = yaml.safe_load(handle)['__nvidia_driver_os']
+    data = role_os_data(name)
     data['name'] = {'Ubuntu': 'Ubuntu 24.04', 'RedHat': 'Rocky 9'}.get(name, data['name'])
     return data
 

@@ -1,0 +1,92 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Issue 22 item 2, kept: every role's tasks/main.yml reads like a table of contents (at most 40 lines), and the
+host roles do not restate each other's YAML (at most 5 six-line windows repeated between two host roles).
+
+How windows are counted (docs/DEVELOPING.md, "Roles"): in every .yml file under a host role, the lines that are not
+blank, not comments and not '---', stripped of their indentation, with the role's name replaced by ROLE (so that
+``__nvidia_driver_input_errors`` and ``__container_toolkit_input_errors`` read the same); a window is 6 consecutive
+such lines, and it counts once when two or more host roles hold it. meta/main.yml is left out: scripts/role-docs.py
+writes its platforms from the OS matrix (a generated copy, checked by ``role-docs.py --check``). What remains are
+the calls of host_common's entry points, a few lines each."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import collections
+import os
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+# The roles that run on the nodes: scripts/role-docs.py's HOST_ROLES (read from there) and verify.
+WINDOW = 6
+MAX_REPEATED = 5
+MAX_MAIN_LINES = 40
+
+
+def host_roles():
+    with open(os.path.join(ROOT, 'scripts', 'role-docs.py'), encoding='utf-8') as handle:
+        text = handle.read()
+    start = text.index('HOST_ROLES = (')
+    names = text[start:text.index(')', start)].split('(', 1)[1]
+    return sorted(set(name.strip().strip('"') for name in names.replace('\n', ' ').split(',') if name.strip())
+                  | {'verify'})
+
+
+def lines_of(text, role):
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith('#') and line != '---':
+            out.append(line.replace(role, 'ROLE'))
+    return out
+
+
+def repeated_windows(files_by_role):
+    """files_by_role: {role: [text, ...]} -> {window: set of roles}, the windows two or more roles hold."""
+    seen = collections.defaultdict(set)
+    for role, texts in files_by_role.items():
+        for text in texts:
+            lines = lines_of(text, role)
+            for start in range(len(lines) - WINDOW + 1):
+                seen[tuple(lines[start:start + WINDOW])].add(role)
+    return dict((window, roles) for window, roles in seen.items() if len(roles) > 1)
+
+
+def role_files(role):
+    texts = []
+    for folder, _dirs, files in os.walk(os.path.join(ROOT, 'roles', role)):
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            if name.endswith('.yml') and os.path.relpath(path, os.path.join(ROOT, 'roles', role)) != os.path.join('meta', 'main.yml'):
+                with open(path, encoding='utf-8') as handle:
+                    texts.append(handle.read())
+    return texts
+
+
+def test_the_count_finds_a_repeated_window():
+    task = '\n'.join('- name: step %d' % n for n in range(7))
+    assert len(repeated_windows({'a_role': [task], 'b_role': [task.replace('step', 'step')]})) == 2
+    assert repeated_windows({'a_role': ['x: __a_role_v\n' * 6], 'b_role': ['x: __b_role_v\n' * 6]})
+    assert repeated_windows({'a_role': [task], 'b_role': ['- name: other\n' * 7]}) == {}
+
+
+def test_host_roles_restate_at_most_five_windows():
+    roles = host_roles()
+    assert {'nvidia_driver', 'container_toolkit', 'host_common', 'verify'} <= set(roles), roles
+    repeated = repeated_windows(dict((role, role_files(role)) for role in roles))
+    report = ['%s: %s' % (sorted(r), ' / '.join(w)) for w, r in repeated.items()]
+    assert len(repeated) <= MAX_REPEATED, '%d repeated windows (at most %d):\n%s' % (
+        len(repeated), MAX_REPEATED, '\n'.join(report))
+
+
+def test_every_main_is_a_table_of_contents():
+    long = {}
+    for role in sorted(os.listdir(os.path.join(ROOT, 'roles'))):
+        path = os.path.join(ROOT, 'roles', role, 'tasks', 'main.yml')
+        if os.path.exists(path):
+            with open(path, encoding='utf-8') as handle:
+                count = len(handle.read().splitlines())
+            if count > MAX_MAIN_LINES:
+                long[role] = count
+    assert long == {}, 'tasks/main.yml longer than %d lines: %s' % (MAX_MAIN_LINES, long)
