@@ -22,9 +22,13 @@ of supported operating systems. This script
   - checks that every role's meta/main.yml min_ansible_version is the floor of meta/runtime.yml
     requires_ansible (the roles said 2.17 while the collection requires 2.19).
 
+The cluster components (issue 22 item 4): CLUSTER_COMPONENTS in plugins/module_utils/support.py is the one ordered list;
+this script writes the choices of cluster_addons' _cluster_addons_role and README.md's table between
+<!-- BEGIN CLUSTER COMPONENTS --> and <!-- END CLUSTER COMPONENTS --> from it (with --check, fails where they differ).
+
 The chart pins (issue 22 item 5: version pins appear in prose only through generated tables): the table of
 docs/charts.md between <!-- BEGIN CHART PINS --> and <!-- END CHART PINS --> is written from where each pin lives
-(CHART_ROLES: the role's defaults, or for dcgm-exporter DCGM_EXPORTER in plugins/module_utils/support.py); the
+(chart_roles(): the role's defaults, or for dcgm-exporter DCGM_EXPORTER in plugins/module_utils/support.py); the
 prose names "the pinned chart" and links that table.
 """
 import glob
@@ -40,10 +44,11 @@ BEGIN = "<!-- BEGIN VARIABLES -->"
 END = "<!-- END VARIABLES -->"
 MATRIX_BEGIN = "<!-- BEGIN OS MATRIX -->"
 MATRIX_END = "<!-- END OS MATRIX -->"
+COMPONENTS_BEGIN = "<!-- BEGIN CLUSTER COMPONENTS -->"
+COMPONENTS_END = "<!-- END CLUSTER COMPONENTS -->"
 PINS_BEGIN = "<!-- BEGIN CHART PINS -->"
 PINS_END = "<!-- END CHART PINS -->"
-# The cluster roles that install a chart, in cluster_addons.yml's order.
-CHART_ROLES = ("kube_prometheus", "device_plugin", "dcgm_exporter")
+# The cluster roles that install a chart, in cluster_addons.yml's order (the support data's CLUSTER_COMPONENTS).
 # Roles that run on the GPU nodes and so support exactly the OS matrix.
 HOST_ROLES = ("nvidia_driver", "container_toolkit", "rke2_nvidia_runtime", "preflight", "upgrade", "node_maintenance",
               "uninstall", "gpu_health", "host_common")
@@ -112,6 +117,28 @@ def check_platforms(role_dir, matrix, write):
             "OS_MATRIX); run scripts/role-docs.py" % role]
 
 
+def check_component_choices(components, write):
+    """The choices of the option _cluster_addons_role in roles/cluster_addons/meta/argument_specs.yml (one per entry
+    point) are the cluster components of the support data (CLUSTER_COMPONENTS), in order: rewritten in place (write),
+    else an error when they differ."""
+    path = os.path.join(ROOT, "roles", "cluster_addons", "meta", "argument_specs.yml")
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    want = "choices: [%s]" % ", ".join(row["role"] for row in components)
+    pattern = re.compile(r"(^ +_cluster_addons_role:\n(?: +(?!choices:)\w+:.*\n)*? +)(choices: \[.*\])$", re.M)
+    found = pattern.findall(text)
+    if not found:
+        return ["cluster_addons: meta/argument_specs.yml has no choices for _cluster_addons_role"]
+    if all(choices == want for _head, choices in found):
+        return []
+    if write:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(pattern.sub(lambda match: match.group(1) + want, text))
+        return []
+    return ["cluster_addons: meta/argument_specs.yml _cluster_addons_role choices differ from the cluster components "
+            "(plugins/module_utils/support.py CLUSTER_COMPONENTS); run scripts/role-docs.py"]
+
+
 def requires_ansible_floor():
     """The lowest ansible-core of meta/runtime.yml requires_ansible (">=2.19.0,<2.20.0" -> "2.19")."""
     spec = (load(os.path.join(ROOT, "meta", "runtime.yml")) or {}).get("requires_ansible", "")
@@ -161,10 +188,25 @@ def chart_pin(role):
     return str(load(os.path.join(ROOT, "roles", role, "defaults", "main.yml"))["%s_chart_version" % role])
 
 
+def components_table(components):
+    """README.md's table of the cluster components, in install order."""
+    lines = ["| order | component | role | switch (default `true`) | Helm chart |", "|---|---|---|---|---|"]
+    for number, row in enumerate(components, 1):
+        lines.append("| %d | %s | [`%s`](roles/%s/README.md) | `%s` | %s |" % (
+            number, row["title"], row["role"], row["role"], row["switch"],
+            "yes (pinned: [docs/charts.md](docs/charts.md))" if row["chart"] else "no (manifests only)"))
+    return "\n".join(lines)
+
+
+def chart_roles():
+    """The cluster roles that install a chart, in install order (the support data's CLUSTER_COMPONENTS)."""
+    return [row["role"] for row in load_support().CLUSTER_COMPONENTS if row["chart"]]
+
+
 def chart_pins():
     """(role, chart, version, where the pin lives) of every chart a cluster role installs."""
     pins = []
-    for role in CHART_ROLES:
+    for role in chart_roles():
         name = load(os.path.join(ROOT, "roles", role, "defaults", "main.yml"))["%s_chart_name" % role]
         if role == "dcgm_exporter":
             where = ("`DCGM_EXPORTER` in `plugins/module_utils/support.py`, with the dashboard revision, the alert "
@@ -286,6 +328,9 @@ def main(argv):
     for role in HOST_ROLES:
         errors.extend(check_platforms(os.path.join(ROOT, "roles", role), matrix, write))
     errors.extend(check_readme_matrix(matrix, write))
+    errors.extend(check_component_choices(load_support().CLUSTER_COMPONENTS, write))
+    errors.extend(check_block("README.md", COMPONENTS_BEGIN, COMPONENTS_END,
+                              components_table(load_support().CLUSTER_COMPONENTS), write, "cluster components table"))
     errors.extend(check_block("docs/charts.md", PINS_BEGIN, PINS_END, pins_table(chart_pins()), write,
                               "chart pins table"))
     for err in errors:
@@ -293,8 +338,8 @@ def main(argv):
     if errors:
         return 1
     print("role-docs: %d roles in step (argument_specs, defaults, README); %d host roles' platforms and the README "
-          "agree with the OS matrix (%d OSes); docs/charts.md's pins agree with the roles (%d charts)"
-          % (len(roles), len(HOST_ROLES), len(matrix), len(CHART_ROLES)))
+          "agree with the OS matrix (%d OSes); docs/charts.md's pins agree with the roles (%d charts); cluster_addons' "
+          "role choices agree with the cluster components" % (len(roles), len(HOST_ROLES), len(matrix), len(chart_roles())))
     return 0
 
 

@@ -33,6 +33,10 @@ description:
     carries the node name), shared by the dcgm_exporter and kube_prometheus roles and the verification.
   - V(toolkit_packages), the NVIDIA Container Toolkit's packages, shared by the container_toolkit role and the
     uninstall's plan.
+  - "V(cluster_components), the cluster layer's components in install order (C(role), C(switch), C(title),
+    C(chart): whether it installs a Helm chart), each with C(enabled), the value of its switch variable (true unless
+    set; a string such as C(false) given with C(-e) is read as a boolean): C(playbooks/cluster_addons.yml) installs
+    the enabled ones in this order, the uninstall takes them off in reverse."
   - V(toolkit_record), the file where container_toolkit records the toolkit packages it installed (before installing
     them), read by its uninstall and the uninstall's plan, which purge only those.
 author:
@@ -44,7 +48,7 @@ options:
     type: list
     elements: str
     choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support, dcgm_exporter,
-              node_name, node_names, toolkit_packages, toolkit_record]
+              node_name, node_names, toolkit_packages, toolkit_record, cluster_components]
 seealso:
   - plugin: baremetal.gpu.driver_branch_status
     plugin_type: filter
@@ -66,12 +70,13 @@ EXAMPLES = r"""
 RETURN = r"""
 _raw:
   description:
-    - One entry per term. V(supported_os), V(os_matrix), V(architectures), V(node_names) and V(toolkit_packages) are lists; with C(query())
-      their items are returned as the list. V(driver_support) and V(dcgm_exporter) are dictionaries.
+    - One entry per term. V(supported_os), V(os_matrix), V(architectures), V(node_names), V(toolkit_packages) and
+      V(cluster_components) are lists; with C(query()) their items are returned as the list. V(driver_support) and V(dcgm_exporter) are dictionaries.
   type: raw
 """
 
 from ansible.errors import AnsibleLookupError
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import support
@@ -91,6 +96,18 @@ def _node_args(variables, templar):
         override = templar.template(override)
     facts = variables.get('ansible_facts') or {}
     return override, facts.get('nodename'), variables.get('inventory_hostname')
+
+
+def _cluster_components(variables, templar):
+    switches = {}
+    for row in support.CLUSTER_COMPONENTS:
+        if row['switch'] in variables:
+            value = templar.template(variables[row['switch']])
+            try:
+                switches[row['switch']] = boolean(value, strict=True)
+            except TypeError:
+                raise ValueError('%s must be a boolean; got %r' % (row['switch'], value))
+    return support.cluster_components(switches)
 
 
 def _node_name(variables, templar):
@@ -113,6 +130,7 @@ DATA = {
     'node_names': _node_names,
     'toolkit_packages': lambda variables, templar: list(support.TOOLKIT_PACKAGES),
     'toolkit_record': lambda variables, templar: support.TOOLKIT_RECORD,
+    'cluster_components': _cluster_components,
 }
 
 

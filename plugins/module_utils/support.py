@@ -38,6 +38,29 @@ TOOLKIT_PACKAGES = ('nvidia-container-toolkit', 'nvidia-container-toolkit-base',
 # Where container_toolkit records the toolkit packages it installed (before installing them); its uninstall and the
 # uninstall plan purge only those.
 TOOLKIT_RECORD = '/var/lib/baremetal-gpu/container_toolkit/installed.json'
+# The cluster layer's components, in install order: playbooks/cluster_addons.yml installs the enabled ones in this
+# order, playbooks/uninstall.yml takes them off in reverse; cluster_addons' argument_specs choices and the tests read it
+# (scripts/role-docs.py --check fails when the choices differ). Each is a role of the collection, switched by its
+# variable (true unless set); ``chart``: it installs a pinned Helm chart (docs/charts.md's pins table lists those).
+# The order: the RuntimeClass first (device_plugin and dcgm_exporter refuse to install without it), kube_prometheus
+# before dcgm_exporter (its ServiceMonitor needs the CRD). Adding a component: a row here, its role, its scenario.
+CLUSTER_COMPONENTS = (
+    {'role': 'runtime_class', 'switch': 'cluster_addons_runtimeclass_enabled', 'title': 'RuntimeClass', 'chart': False},
+    {'role': 'kube_prometheus', 'switch': 'cluster_addons_kube_prometheus_enabled', 'title': 'Kube-prometheus-stack',
+     'chart': True},
+    {'role': 'device_plugin', 'switch': 'cluster_addons_device_plugin_enabled',
+     'title': 'NVIDIA device plugin and GPU Feature Discovery', 'chart': True},
+    {'role': 'dcgm_exporter', 'switch': 'cluster_addons_dcgm_exporter_enabled', 'title': 'DCGM exporter', 'chart': True},
+)
+
+
+def cluster_components(switches=None):
+    """CLUSTER_COMPONENTS in install order, each with ``enabled``: the value of its switch in ``switches`` (a
+    mapping of variable name to value, already a boolean; missing means true)."""
+    switches = switches or {}
+    return [dict(row, enabled=bool(switches.get(row['switch'], True))) for row in CLUSTER_COMPONENTS]
+
+
 # Runtime names containerd and CRI-O already use for something else: never the NVIDIA runtime's.
 BUILTIN_RUNTIMES = ('runc', 'crun', 'runsc', 'kata', 'kata-containers', 'youki', 'gvisor', 'default')
 _DNS_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')

@@ -29,10 +29,16 @@ def chart_pin(role):
     return role_docs().chart_pin(role)
 
 
+def support():
+    """plugins/module_utils/support.py (through role-docs.py's reader): the support data, e.g. CLUSTER_COMPONENTS, the
+    cluster layer's components in install order."""
+    return role_docs().load_support()
+
+
 def supported_os():
     """The OS keys of the OS matrix (plugins/module_utils/support.py), in order: "Debian-12, Debian-13, ...", as the
     host roles' refusals list them. An OS release added to the matrix does not touch the tests."""
-    return ', '.join(role_docs().load_support().supported_os_keys())
+    return ', '.join(support().supported_os_keys())
 
 
 def ansible_env(extra=None):

@@ -1,4 +1,4 @@
-"""Render mode of the cluster layer (runtime_class, kube_prometheus, device_plugin, dcgm_exporter), validated.
+"""Render mode of the cluster layer (every cluster component of the support data), validated.
 
 There is no Kubernetes cluster and no chart repository here, so every role runs in render mode
 (cluster_addons_render_dir) against localhost (connection local), with the Kubernetes API and the helm
@@ -35,13 +35,15 @@ import pytest
 import yaml
 
 from conftest import ROOT, ansible_env, chart_pin, run_playbook
+from conftest import support as conftest_support
 from k8s_objects import Validator, crd_files, crd_schemas, load_docs
 
 K8S_VERSIONS = ["1.29.0", "1.30.0", "1.31.0", "1.32.0", "1.33.0"]
 PASSWORD = "Render-Test-Passw0rd-7f3a"
 PROMTOOL_TESTS = sorted(glob.glob(os.path.join(ROOT, "tests", "promtool", "*.yml")))
 METRICS_FIXTURES = sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "dcgm-metrics", "*.txt")))
-ROLES = ["runtime_class", "kube_prometheus", "device_plugin", "dcgm_exporter"]
+# The cluster layer's components in install order: the support data's list (plugins/module_utils/support.py).
+ROLES = [row["role"] for row in conftest_support().CLUSTER_COMPONENTS]
 HEALTH_ALERTS = {"GPUXidCritical", "GPUECCUncorrectableAggregate", "GPURetiredPagesPending", "GPURowRemapPending",
                  "GPURowRemapFailure", "GPUHardwareSlowdown", "GPUPCIeReplays", "GPUNVLinkErrors", "GPUNVLinkCRCErrors"}
 ALL_ALERTS = {"GPUXidError", "GPUTemperatureHigh", "GPUDoubleBitECCError", "DCGMExporterDown", "DCGMExporterAbsent",
@@ -767,3 +769,19 @@ def test_cluster_addons_refuses_to_run_alone(tmp_path):
     res = run_playbook(play, extra_env=NO_CLUSTER_ENV)
     assert res.returncode != 0
     assert "internal to the cluster roles" in res.stdout
+
+
+# Slices of the cluster layer by tag and switch (README "Run everything, or one layer"): each component's tasks carry
+# its role name. Before session 19, --tags device_plugin ran nothing at all (the API-host pick was untagged).
+@pytest.mark.parametrize("args, expected", [
+    (["--tags", "device_plugin"], ["device_plugin"]),
+    (["--skip-tags", "kube_prometheus"], [role for role in ROLES if role != "kube_prometheus"]),
+    (["-e", "cluster_addons_dcgm_exporter_enabled=false"], [role for role in ROLES if role != "dcgm_exporter"]),
+])
+def test_cluster_layer_slices_by_tag_and_switch(tmp_path, args, expected):
+    res, dirs = render(str(tmp_path), ROLES, {"dcgm_exporter_gpu_class": "datacenter",
+                                              "kube_prometheus_grafana_admin_password": PASSWORD}, *args,
+                       playbook=os.path.join(ROOT, "playbooks", "cluster_addons.yml"))
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-3000:]
+    rendered = [role for role in ROLES if os.path.isdir(os.path.join(dirs[role], "manifests"))]
+    assert rendered == expected, res.stdout[-3000:]

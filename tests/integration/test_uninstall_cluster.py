@@ -9,12 +9,13 @@ import os
 
 import yaml
 
-from conftest import ROOT, run_playbook
+from conftest import ROOT, run_playbook, support
 
 NO_CLUSTER_ENV = {"K8S_AUTH_HOST": "https://127.0.0.1:9", "K8S_AUTH_KUBECONFIG": "/nonexistent/kubeconfig",
                   "KUBECONFIG": "/nonexistent/kubeconfig", "HELM_DRIVER": "none-such"}
 PLAYBOOK = os.path.join(ROOT, "playbooks", "uninstall.yml")
-ROLES = ["dcgm_exporter", "device_plugin", "kube_prometheus", "runtime_class"]
+# The cluster layer's components, taken off in reverse install order (the support data's list).
+ROLES = [row["role"] for row in reversed(support().CLUSTER_COMPONENTS)]
 
 
 def uninstall(tmp_path, *extra):

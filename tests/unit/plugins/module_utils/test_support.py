@@ -283,3 +283,19 @@ def test_node_names_in_the_order_the_engine_tries_them():
     with pytest.raises(ValueError) as err:
         support.node_names('GPU_01', 'gpu01', 'gpu-a')
     assert 'baremetal_gpu_node_name must be a Kubernetes node name' in str(err.value)
+
+
+def test_cluster_components_in_install_order_with_their_switches():
+    rows = support.cluster_components()
+    roles = [row['role'] for row in rows]
+    # The RuntimeClass first (device_plugin and dcgm_exporter refuse to install without it); kube_prometheus before
+    # dcgm_exporter (its ServiceMonitor needs the CRD).
+    assert roles[0] == 'runtime_class'
+    assert roles.index('kube_prometheus') < roles.index('dcgm_exporter')
+    assert {'device_plugin', 'dcgm_exporter', 'kube_prometheus'} <= set(row['role'] for row in rows if row['chart'])
+    assert all(row['enabled'] for row in rows)
+    off = support.cluster_components({'cluster_addons_kube_prometheus_enabled': False})
+    assert [row['role'] for row in off if not row['enabled']] == ['kube_prometheus']
+    # Every switch is a cluster_addons_* variable and names one component.
+    assert len(set(row['switch'] for row in rows)) == len(rows)
+    assert all(row['switch'].startswith('cluster_addons_') and row['switch'].endswith('_enabled') for row in rows)
