@@ -17,6 +17,8 @@ from ansible_collections.baremetal.gpu.plugins.module_utils.support import CLUST
 
 def run(variables):
     lookup = LookupModule(loader=DataLoader(), templar=Templar(loader=DataLoader()))
+    # The name the plugin loader would give it (ansible-core 2.17's set_options reads it).
+    lookup._load_name = 'baremetal.gpu.support'
     return lookup.run(['cluster_components'], variables=variables)
 
 
