@@ -30,24 +30,54 @@ mkdir -p "$CACHE"
 PACKAGES="systemd,systemd-sysv,dbus,python3,python3-apt,procps,iproute2,ca-certificates,gnupg,sudo,kmod,pciutils"
 # Both Ubuntu archive signing keys that must be in the keyring we ship.
 UBUNTU_FPRS="F6ECB3762474EDA9D21B7022871920D1991BC93C 790BC7277767219C42C86F933B4FE6ACC0B21F32"
-ALL_NODES=(debian12 debian13 ubuntu2204 ubuntu2404)
-
 log() { printf '[build-images] %s\n' "$*" >&2; }
 
-# node_info NODE: "suite family debootstrap-script sources-format kernel-package"
-node_info() {
+# The test nodes and their releases come from the OS matrix (plugins/module_utils/support.py, OS_MATRIX: each tested
+# row's test_node, codename and distribution): "node suite family" per line. Only how a node is laid out is said here.
+matrix_nodes() {
+  python3 - <<'PY'
+import importlib.util
+spec = importlib.util.spec_from_file_location('support', 'plugins/module_utils/support.py')
+support = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(support)
+for row in support.OS_MATRIX:
+    if row['tested'] and row['test_node']:
+        print(row['test_node'], row['codename'], row['galaxy_platform'].lower())
+PY
+}
+MATRIX_NODES=$(matrix_nodes)
+mapfile -t ALL_NODES < <(awk '{print $1}' <<<"$MATRIX_NODES")
+
+# node_layout NODE: "sources-format kernel-package", what the matrix does not say: how the release installs its
+# sources, and the kernel the node gets.
+node_layout() {
   case $1 in
-    debian12) echo "bookworm debian bookworm list linux-image-amd64" ;;
-    debian13) echo "trixie debian trixie deb822 linux-image-amd64" ;;
-    ubuntu2204) echo "jammy ubuntu jammy list linux-image-virtual" ;;
-    # Debian 12's debootstrap has no noble script; the gutsy script serves every Ubuntu release.
+    debian12) echo "list linux-image-amd64" ;;
+    debian13) echo "deb822 linux-image-amd64" ;;
+    ubuntu2204) echo "list linux-image-virtual" ;;
     # The kernel is pinned: on 2026-11-23 the archive's index listed Canonical's prebuilt NVIDIA
     # modules for the newest ABI (6.8.0-151, noble-updates), but their files answered 404; those
     # for 6.8.0-149 (noble-security) download. The prebuilt-module tests need a kernel they exist for.
-    ubuntu2404) echo "noble ubuntu gutsy deb822 linux-image-6.8.0-149-generic" ;;
-    ee-base) echo "bookworm debian bookworm list -" ;;
+    ubuntu2404) echo "deb822 linux-image-6.8.0-149-generic" ;;
     *) return 1 ;;
   esac
+}
+
+# node_info NODE: "suite family debootstrap-script sources-format kernel-package"
+node_info() {
+  local node=$1 suite family layout
+  if [[ $node == ee-base ]]; then
+    read -r suite family _ <<<"$(node_info debian12)"
+    echo "$suite $family $suite list -"
+    return
+  fi
+  read -r _ suite family < <(awk -v n="$node" '$1 == n' <<<"$MATRIX_NODES") || return 1
+  layout=$(node_layout "$node") || { log "$node is a test node of the OS matrix without a layout in node_layout"; return 1; }
+  # The release's own debootstrap script, else (Debian 12's debootstrap has no noble script) for Ubuntu the gutsy
+  # script, which serves every Ubuntu release.
+  local script=$suite
+  [[ $family == ubuntu && ! -e /usr/share/debootstrap/scripts/$suite ]] && script=gutsy
+  echo "$suite $family $script $layout"
 }
 # base_node NODE: whose debootstrap base it is built on; context_of NODE: the layer's build context.
 base_node() { case $1 in ee-base) echo debian12 ;; *) echo "$1" ;; esac; }

@@ -13,6 +13,11 @@ Checks per role (public roles; roles whose name starts with "_" are internal):
     defaults agree (an option with no default in defaults/main.yml must not
     declare one either);
   - README.md holds the generated table between the markers.
+Checks per entry point (every one of meta/argument_specs.yml, issue 22 item 5):
+  - tasks/<entry point>.yml exists, and every option has a type, a description, and elements when a list;
+  - an option that defaults/main.yml also sets has the same default there;
+  - every include_role / import_role of a collection role with tasks_from (roles, playbooks, molecule) names an
+    entry point of that role's argument_specs, so that ansible checks its inputs.
 
 The OS support matrix (issue 14 item 13): OS_MATRIX in plugins/module_utils/support.py is the only list
 of supported operating systems. This script
@@ -46,6 +51,8 @@ MATRIX_BEGIN = "<!-- BEGIN OS MATRIX -->"
 MATRIX_END = "<!-- END OS MATRIX -->"
 COMPONENTS_BEGIN = "<!-- BEGIN CLUSTER COMPONENTS -->"
 COMPONENTS_END = "<!-- END CLUSTER COMPONENTS -->"
+SWITCHES_BEGIN = "      # BEGIN COMPONENT SWITCHES (scripts/role-docs.py writes them from the support data's CLUSTER_COMPONENTS)"
+SWITCHES_END = "      # END COMPONENT SWITCHES"
 PINS_BEGIN = "<!-- BEGIN CHART PINS -->"
 PINS_END = "<!-- END CHART PINS -->"
 # The cluster roles that install a chart, in cluster_addons.yml's order (the support data's CLUSTER_COMPONENTS).
@@ -188,6 +195,18 @@ def chart_pin(role):
     return str(load(os.path.join(ROOT, "roles", role, "defaults", "main.yml"))["%s_chart_version" % role])
 
 
+def component_switches(components):
+    """The switch of every cluster component, as options of cluster_addons' api_host entry point (argument_specs
+    YAML, between the COMPONENT SWITCHES markers): typed bool, so that a switch that is no boolean is refused at the
+    include, naming it."""
+    lines = []
+    for row in components:
+        lines += ["      %s:" % row["switch"], "        type: bool",
+                  "        description: Install %s (%s); true unless set. False leaves it alone, the uninstall too."
+                  % (row["title"], row["role"])]
+    return "\n".join(lines)
+
+
 def components_table(components):
     """README.md's table of the cluster components, in install order."""
     lines = ["| order | component | role | switch (default `true`) | Helm chart |", "|---|---|---|---|---|"]
@@ -266,6 +285,18 @@ def table(options):
     return "\n".join(lines)
 
 
+def option_errors(where, name, opt):
+    """An argument_specs option needs a type, a description, and elements when it is a list."""
+    errors = []
+    if "type" not in opt:
+        errors.append("%s: option %s has no type" % (where, name))
+    if not opt.get("description"):
+        errors.append("%s: option %s has no description" % (where, name))
+    if opt.get("type") == "list" and "elements" not in opt:
+        errors.append("%s: list option %s has no elements" % (where, name))
+    return errors
+
+
 def check_role(role_dir, write):
     role = os.path.basename(role_dir)
     errors = []
@@ -279,12 +310,7 @@ def check_role(role_dir, write):
         opt = opt or {}
         if not internal and not name.startswith(role + "_"):
             errors.append("%s: option %s lacks the prefix %s_" % (role, name, role))
-        if "type" not in opt:
-            errors.append("%s: option %s has no type" % (role, name))
-        if not opt.get("description"):
-            errors.append("%s: option %s has no description" % (role, name))
-        if opt.get("type") == "list" and "elements" not in opt:
-            errors.append("%s: list option %s has no elements" % (role, name))
+        errors.extend(option_errors(role, name, opt))
         if name in defaults:
             if "default" not in opt:
                 errors.append("%s: %s is in defaults/main.yml but argument_specs gives no default" % (role, name))
@@ -315,12 +341,63 @@ def check_role(role_dir, write):
     return errors
 
 
+def check_entry_points(role_dir):
+    """Every entry point of the role's argument_specs besides main: its tasks file and its options."""
+    role = os.path.basename(role_dir)
+    errors = []
+    specs = (load(os.path.join(role_dir, "meta", "argument_specs.yml")) or {}).get("argument_specs") or {}
+    defaults = load(os.path.join(role_dir, "defaults", "main.yml")) or {}
+    for entry, spec in sorted(specs.items()):
+        where = "%s: entry point %s" % (role, entry)
+        if not os.path.exists(os.path.join(role_dir, "tasks", entry + ".yml")):
+            errors.append("%s has no tasks/%s.yml" % (where, entry))
+        for name, opt in sorted(((spec or {}).get("options") or {}).items()):
+            opt = opt or {}
+            errors.extend(option_errors(where, name, opt))
+            if name in defaults and "default" in opt and opt["default"] != defaults[name]:
+                errors.append("%s: default of %s differs: argument_specs %r, defaults/main.yml %r"
+                              % (where, name, opt["default"], defaults[name]))
+    return errors
+
+
+def role_includes(tasks, where):
+    """(where, role, tasks_from) of every include_role / import_role of a baremetal.gpu role with tasks_from."""
+    found = []
+    for task in tasks if isinstance(tasks, list) else []:
+        if not isinstance(task, dict):
+            continue
+        for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers"):
+            found += role_includes(task.get(key), where)
+        for action in ("ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role"):
+            args = task.get(action)
+            if isinstance(args, dict) and args.get("tasks_from") and "{{" not in str(args.get("name", "")) + str(args["tasks_from"]):
+                name = str(args.get("name", ""))
+                if name.startswith("baremetal.gpu."):
+                    found.append((where, name.split(".", 2)[2], str(args["tasks_from"])))
+    return found
+
+
+def check_tasks_from():
+    """Every tasks_from names an entry point of the role's argument_specs."""
+    errors = []
+    paths = (glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "*.yml")) + glob.glob(os.path.join(ROOT, "playbooks", "*.yml"))
+             + glob.glob(os.path.join(ROOT, "molecule", "*", "*.yml")) + glob.glob(os.path.join(ROOT, ".config", "molecule", "*.yml")))
+    for path in sorted(paths):
+        for where, role, entry in role_includes(load(path), os.path.relpath(path, ROOT)):
+            specs = (load(os.path.join(ROOT, "roles", role, "meta", "argument_specs.yml")) or {}).get("argument_specs") or {}
+            if entry not in specs:
+                errors.append("%s: tasks_from %s of %s is no entry point of its meta/argument_specs.yml" % (where, entry, role))
+    return errors
+
+
 def main(argv):
     write = "--check" not in argv
     errors = []
     roles = sorted(d for d in glob.glob(os.path.join(ROOT, "roles", "*")) if os.path.isdir(d))
     for role_dir in roles:
         errors.extend(check_role(role_dir, write))
+        errors.extend(check_entry_points(role_dir))
+    errors.extend(check_tasks_from())
     floor = requires_ansible_floor()
     for role_dir in roles:
         errors.extend(check_min_ansible(role_dir, floor))
@@ -329,6 +406,8 @@ def main(argv):
         errors.extend(check_platforms(os.path.join(ROOT, "roles", role), matrix, write))
     errors.extend(check_readme_matrix(matrix, write))
     errors.extend(check_component_choices(load_support().CLUSTER_COMPONENTS, write))
+    errors.extend(check_block("roles/cluster_addons/meta/argument_specs.yml", SWITCHES_BEGIN, SWITCHES_END,
+                              component_switches(load_support().CLUSTER_COMPONENTS), write, "component switches"))
     errors.extend(check_block("README.md", COMPONENTS_BEGIN, COMPONENTS_END,
                               components_table(load_support().CLUSTER_COMPONENTS), write, "cluster components table"))
     errors.extend(check_block("docs/charts.md", PINS_BEGIN, PINS_END, pins_table(chart_pins()), write,

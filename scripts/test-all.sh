@@ -297,12 +297,11 @@ molecule_stage() {
       record "molecule: $s" "NOT RUN" 0 "SKIP_MOLECULE=1"; continue
     fi
     reason=""
-    for node in debian12 debian13 ubuntu2204 ubuntu2404; do
-      if grep -q "baremetal-gpu-$node" "$f"; then
-        st=$(image_status "$node")
-        [[ $st == ok ]] || reason="$node node: $st"
-      fi
-    done
+    # The test nodes the scenario's platforms use (localhost/baremetal-gpu-<node>; the nodes of the OS matrix).
+    while read -r node; do
+      st=$(image_status "$node")
+      [[ $st == ok ]] || reason="$node node: $st"
+    done < <(grep -o 'baremetal-gpu-[a-z0-9]*' "$f" | sort -u | sed 's/^baremetal-gpu-//')
     if [[ -n $reason ]]; then
       record "molecule: $s" "NOT RUN" 0 "$reason"
       continue

@@ -2,6 +2,7 @@
 import functools
 import json
 import os
+import re
 import stat
 import subprocess
 
@@ -56,6 +57,20 @@ def ansible_env(extra=None):
     })
     env.update(extra or {})
     return env
+
+
+# What each play of the playbooks that talks to the Kubernetes API carries: the cluster contract and the connection
+# for every API module (meta/runtime.yml's group/baremetal.gpu.k8s). The tests' plays, cut from the playbooks, carry
+# the same and set cluster_kubeconfig, as an inventory does; no role takes a kubeconfig of its own.
+CLUSTER_PLAY_KEYWORDS = """  vars_files: [%s]
+  module_defaults:
+    group/baremetal.gpu.k8s: "{{ __cluster_connection }}"
+""" % os.path.join(ROOT, 'playbooks', 'vars', 'cluster.yml')
+
+
+def cluster_play(text):
+    """``text``, a playbook, with CLUSTER_PLAY_KEYWORDS added to each of its plays (after its ``hosts:`` line)."""
+    return re.sub(r'(?m)^(  hosts: .*\n)', lambda m: m.group(1) + CLUSTER_PLAY_KEYWORDS, text)
 
 
 def run_playbook(playbook, *args, extra_env=None, timeout=600):

@@ -17,7 +17,7 @@ import tarfile
 
 import yaml
 
-from conftest import ROOT, chart_pin, run_playbook
+from conftest import ROOT, chart_pin, cluster_play, run_playbook
 from k8s_api_stub import ApiStub
 
 PASSWORD = "Cluster-Mode-Passw0rd-91c2"
@@ -27,7 +27,7 @@ with open(os.path.join(ROOT, "tests", "fixtures", "k8s-api", "rke2-runtimeclass-
 CRDS = {name: {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name},
                "spec": {"group": name.split(".", 1)[1], "versions": [{"name": version, "served": True}]}}
         for name, version in (("servicemonitors.monitoring.coreos.com", "v1"), ("nodefeatures.nfd.k8s-sigs.io", "v1alpha1"))}
-PLAY = """---
+PLAY = cluster_play("""---
 - name: The cluster layer
   hosts: localhost
   gather_facts: false
@@ -36,7 +36,7 @@ PLAY = """---
     - role: baremetal.gpu.kube_prometheus
     - role: baremetal.gpu.device_plugin
     - role: baremetal.gpu.dcgm_exporter
-"""
+""")
 
 
 def chart(directory, name, version):
@@ -61,7 +61,7 @@ def test_whole_layer_in_check_mode_writes_nothing(tmp_path):
     with ApiStub(objects) as stub:
         kubeconfig = stub.kubeconfig(tmp_path / "kubeconfig")
         res = run_playbook(str(tmp_path / "play.yml"), "--check", "--diff", "-vvv",
-                           "-e", "cluster_addons_kubeconfig=%s" % kubeconfig, "-e", "cluster_addons_chart_dir=%s" % charts,
+                           "-e", "cluster_kubeconfig=%s" % kubeconfig, "-e", "cluster_addons_chart_dir=%s" % charts,
                            "-e", "cluster_addons_helm_binary_path=%s" % os.path.join(ROOT, ".bin", "helm"),
                            "-e", "kube_prometheus_grafana_admin_password=%s" % PASSWORD,
                            "-e", "dcgm_exporter_gpu_class=datacenter",

@@ -13,7 +13,7 @@ import subprocess
 
 import yaml
 
-from conftest import ansible_env, real_node, stand_in
+from conftest import ansible_env, cluster_play, real_node, stand_in
 
 NORI = real_node()
 LABEL = 'baremetal.gpu/host-rollout'
@@ -81,14 +81,14 @@ def run(tmp_path, cluster, steps, extra=None, args=()):
     inventory = {'all': {
         'hosts': {'gpu-a': {'ansible_connection': 'local', 'baremetal_gpu_node_name': 'nori'}},
         'children': {'baremetal_gpu_cluster_api': {'hosts': {'localhost': {'ansible_connection': 'local'}}}}}}
-    variables = {'node_maintenance_kubeconfig': cluster.kubeconfig, 'node_maintenance_state_dir': str(tmp_path / 'state'),
+    variables = {'cluster_kubeconfig': cluster.kubeconfig, 'node_maintenance_state_dir': str(tmp_path / 'state'),
                  'node_maintenance_capacity_timeout': 5, 'node_maintenance_node_ready_timeout': 10, 'node_maintenance_gpu_pod_deletion_timeout': 10,
                  'node_maintenance_host_rollout_plan': {'nodes': {'gpu-a': DISRUPTIVE}}}
     variables.update(extra or {})
     variables = dict((k, v) for k, v in variables.items() if v is not None)   # None: leave it to the play
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
     (tmp_path / 'vars.yml').write_text(yaml.safe_dump(variables))
-    (tmp_path / 'play.yml').write_text(ACCEPT_PLAY if steps == 'accept' else PLAY % ''.join(STEP.format(step=s) for s in steps))
+    (tmp_path / 'play.yml').write_text(cluster_play(ACCEPT_PLAY if steps == 'accept' else PLAY % ''.join(STEP.format(step=s) for s in steps)))
     cmd = ['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'), str(tmp_path / 'play.yml'),
            '-e', '@' + str(tmp_path / 'vars.yml')] + list(args)
     return subprocess.run(cmd, capture_output=True, text=True, env=ansible_env(), timeout=300, check=False)

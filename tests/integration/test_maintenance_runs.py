@@ -19,7 +19,7 @@ import time
 
 import yaml
 
-from conftest import ansible_env, pod, real_node
+from conftest import ansible_env, cluster_play, pod, real_node
 
 NORI = real_node()
 STATE = 'baremetal.gpu/driver-upgrade'
@@ -180,14 +180,16 @@ def start(tmp_path, name, cluster, hosts, play, extra=None, api=True):
     if api:
         inventory['all']['children']['baremetal_gpu_cluster_api'] = {
             'hosts': {'localhost': {'ansible_connection': 'local'}}}
-    variables = {'upgrade_driver_branch': '595', 'node_maintenance_kubeconfig': cluster.kubeconfig,
+    variables = {'upgrade_driver_branch': '595', 'cluster_kubeconfig': cluster.kubeconfig,
                  'node_maintenance_capacity_timeout': 5, 'node_maintenance_node_ready_timeout': 10, 'node_maintenance_gpu_pod_deletion_timeout': 10,
                  'node_maintenance_state_dir': str(work / 'state'), 'node_maintenance_lock_timeout': 30, 'node_maintenance_lock_lease_duration': 600,
                  'upgrade_plan': plan(hosts, [len(hosts)], len(hosts))}
+    if not api:
+        del variables['cluster_kubeconfig']     # no cluster: as an inventory without one
     variables.update(extra or {})
     (work / 'inventory.yml').write_text(yaml.safe_dump(inventory))
     (work / 'vars.yml').write_text(yaml.safe_dump(variables))
-    (work / 'play.yml').write_text(play)
+    (work / 'play.yml').write_text(cluster_play(play))
     out = open(str(work / 'out.txt'), 'w')
     proc = subprocess.Popen(['ansible-playbook', '-i', str(work / 'inventory.yml'), str(work / 'play.yml'),
                              '-e', '@' + str(work / 'vars.yml')], stdout=out, stderr=subprocess.STDOUT, text=True,

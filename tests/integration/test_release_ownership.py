@@ -17,7 +17,7 @@ import tarfile
 
 import yaml
 
-from conftest import ROOT, run_playbook
+from conftest import ROOT, cluster_play, run_playbook
 from k8s_api_stub import ApiStub
 
 sys.path.insert(0, os.path.join(ROOT, ".ansible", "collections"))
@@ -33,14 +33,14 @@ with open(os.path.join(ROOT, "tests", "fixtures", "k8s-api", "rke2-runtimeclass-
 SERVICEMONITOR_CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
                       "metadata": {"name": "servicemonitors.monitoring.coreos.com"},
                       "spec": {"group": "monitoring.coreos.com", "versions": [{"name": "v1", "served": True}]}}
-INSTALL = """---
+INSTALL = cluster_play("""---
 - name: dcgm-exporter alone
   hosts: localhost
   gather_facts: false
   roles:
     - role: baremetal.gpu.dcgm_exporter
-"""
-UNINSTALL = """---
+""")
+UNINSTALL = cluster_play("""---
 - name: dcgm-exporter's uninstall alone
   hosts: localhost
   gather_facts: false
@@ -49,7 +49,7 @@ UNINSTALL = """---
       ansible.builtin.include_role:
         name: baremetal.gpu.dcgm_exporter
         tasks_from: uninstall
-"""
+""")
 
 
 def chart_version():
@@ -92,7 +92,7 @@ def run(tmp_path, stub, play, *extra):
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
     (tmp_path / "play.yml").write_text(play)
-    res = run_playbook(str(tmp_path / "play.yml"), "-e", "cluster_addons_kubeconfig=%s" % stub.kubeconfig(tmp_path / "kubeconfig"),
+    res = run_playbook(str(tmp_path / "play.yml"), "-e", "cluster_kubeconfig=%s" % stub.kubeconfig(tmp_path / "kubeconfig"),
                        "-e", "cluster_addons_chart_dir=%s" % charts, "-e", "cluster_addons_helm_binary_path=%s" % HELM,
                        "-e", "dcgm_exporter_gpu_class=datacenter", *extra, extra_env=NO_CLUSTER_ENV, timeout=600)
     return res, res.stdout + res.stderr

@@ -785,3 +785,21 @@ def test_cluster_layer_slices_by_tag_and_switch(tmp_path, args, expected):
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-3000:]
     rendered = [role for role in ROLES if os.path.isdir(os.path.join(dirs[role], "manifests"))]
     assert rendered == expected, res.stdout[-3000:]
+
+
+# The cluster contract's settings are typed by cluster_addons' api_host entry point (its argument_specs; the
+# component switches written there from the support data): a bad one is refused at the first play, naming it, before
+# anything is rendered or contacted.
+@pytest.mark.parametrize("args, named", [
+    (["-e", "cluster_addons_dcgm_exporter_enabled=maybe"], "cluster_addons_dcgm_exporter_enabled"),
+    (["-e", "cluster_kubeconfig=rke2.yaml"], "cluster_kubeconfig must be an absolute path"),
+])
+def test_cluster_contract_refuses_bad_settings_before_anything(tmp_path, args, named):
+    res, dirs = render(str(tmp_path), ROLES, {"dcgm_exporter_gpu_class": "datacenter",
+                                              "kube_prometheus_grafana_admin_password": PASSWORD}, *args,
+                       playbook=os.path.join(ROOT, "playbooks", "cluster_addons.yml"))
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-3000:]
+    assert named in out, out[-3000:]
+    assert "api_host" in out.lower().replace(" ", "_")     # refused by the api_host entry point
+    assert not any(os.path.isdir(path) for path in dirs.values())

@@ -22,7 +22,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from conftest import ROOT, run_playbook
+from conftest import ROOT, cluster_play, run_playbook
 from k8s_api_stub import ApiStub
 
 K8S_VERSIONS = ["1.29.0", "1.30.0", "1.31.0", "1.32.0", "1.33.0"]
@@ -36,13 +36,13 @@ NO_CLUSTER_ENV = {
     "K8S_AUTH_KUBECONFIG": "/nonexistent/kubeconfig",
     "KUBECONFIG": "/nonexistent/kubeconfig",
 }
-PLAY = """---
+PLAY = cluster_play("""---
 - name: RuntimeClass, as the cluster layer applies it
   hosts: localhost
   gather_facts: false
   roles:
     - role: baremetal.gpu.runtime_class
-"""
+""")
 
 
 def play(tmp_path):
@@ -58,7 +58,7 @@ def render(tmp_path, *args):
 
 def against(stub, tmp_path, *args):
     kubeconfig = stub.kubeconfig(tmp_path / "kubeconfig")
-    return run_playbook(play(tmp_path), "-e", "cluster_addons_kubeconfig=%s" % kubeconfig, *args, extra_env=NO_CLUSTER_ENV)
+    return run_playbook(play(tmp_path), "-e", "cluster_kubeconfig=%s" % kubeconfig, *args, extra_env=NO_CLUSTER_ENV)
 
 
 def recap(res):
@@ -198,7 +198,7 @@ def test_gives_up_on_an_api_that_never_answers(tmp_path):
     with ApiStub() as stub:
         kubeconfig = stub.kubeconfig(tmp_path / "kubeconfig")
     # The stub is stopped: nothing listens on its port any more.
-    res = run_playbook(play(tmp_path), "-e", "cluster_addons_kubeconfig=%s" % kubeconfig,
+    res = run_playbook(play(tmp_path), "-e", "cluster_kubeconfig=%s" % kubeconfig,
                        "-e", "cluster_addons_api_wait_timeout=5", extra_env=NO_CLUSTER_ENV)
     assert res.returncode != 0
     assert failed_task(res) == "baremetal.gpu.cluster_addons : Preflight | Wait for the Kubernetes API to answer"

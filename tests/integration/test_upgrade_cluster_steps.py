@@ -14,7 +14,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import ansible_env, pod, real_node
+from conftest import ansible_env, cluster_play, pod, real_node
 
 NORI = real_node()
 STATE = 'baremetal.gpu/driver-upgrade'
@@ -67,7 +67,7 @@ def run(tmp_path, cluster, steps, extra=None):
     inventory = {'all': {
         'hosts': {'gpu-a': {'ansible_connection': 'local', 'baremetal_gpu_node_name': 'nori'}},
         'children': {'baremetal_gpu_cluster_api': {'hosts': {'localhost': {'ansible_connection': 'local'}}}}}}
-    variables = {'upgrade_driver_branch': '595', 'node_maintenance_kubeconfig': cluster.kubeconfig,
+    variables = {'upgrade_driver_branch': '595', 'cluster_kubeconfig': cluster.kubeconfig,
                  'node_maintenance_capacity_timeout': 5, 'node_maintenance_node_ready_timeout': 10, 'node_maintenance_gpu_pod_deletion_timeout': 10,
                  'node_maintenance_drain_timeout': 10,
                  # The failure step writes the node record: into the test's directory, never the machine's /var/lib.
@@ -77,7 +77,7 @@ def run(tmp_path, cluster, steps, extra=None):
     (tmp_path / 'vars.yml').write_text(yaml.safe_dump(variables))
     # The upgrade's steps are the engine's cordon and uncordon (roles/upgrade/tasks/main.yml).
     body = ''.join(RESCUE if s == 'failed' else STEP.format(step={'enter': 'cordon', 'leave': 'uncordon'}.get(s, s)) for s in steps)
-    (tmp_path / 'play.yml').write_text(PLAY % body)
+    (tmp_path / 'play.yml').write_text(cluster_play(PLAY % body))
     cmd = ['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'), str(tmp_path / 'play.yml'),
            '-e', '@' + str(tmp_path / 'vars.yml')]
     return subprocess.run(cmd, capture_output=True, text=True, env=ansible_env(), timeout=300, check=False)

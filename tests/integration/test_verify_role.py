@@ -80,7 +80,7 @@ def api(tmp_path):
     server.stop()
 
 
-def run_verify(tmp_path, api, capture, prometheus_nodes, extra, playbook=PLAYBOOK):
+def run_verify(tmp_path, api, capture, prometheus_nodes, extra, playbook=PLAYBOOK, args=()):
     smi = tmp_path / "nvidia-smi"
     # Each run of the stand-in leaves a line in smi-runs: the tests count the nvidia-smi runs of a play.
     smi.write_text("#!/bin/sh\necho run >> %s\ncat %s\n" % (tmp_path / "smi-runs", os.path.join(XML, capture)))
@@ -110,7 +110,7 @@ def run_verify(tmp_path, api, capture, prometheus_nodes, extra, playbook=PLAYBOO
         "verify_kernels_enabled": "false",
     }
     evars.update(extra)
-    args = ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), playbook]
+    args = ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), playbook] + list(args)
     for key, value in evars.items():
         args += ["-e", "%s=%s" % (key, value)]
     env = ansible_env({"TMPDIR": str(tmp_path)})
@@ -134,6 +134,22 @@ def test_one_gpu_node_verified_end_to_end(tmp_path, api):
     assert prometheus.queries == ["count by (%s) (DCGM_FI_DEV_GPU_TEMP)" % NODE_LABEL]
     assert "DCGM series present for nori" in out
     assert "failed=0" in out
+
+
+@pytest.mark.parametrize("tags, queries", [("verify", 1), ("verify_nvidia_smi,verify_capacity", 0)])
+def test_the_verify_tags_run_the_cluster_part_too(tmp_path, api, tags, queries):
+    """--tags verify and --tags verify_capacity (README: slices by tag) pick the API host as a run without tags does.
+    Before the API-host pick became cluster_addons' api_host entry point (included with its tags applied, always),
+    the include was tagged but its tasks were not, and not tagged verify_capacity at all: those slices ran no
+    cluster check, and said nothing of it. (verify_capacity reads what the node part saw, hence verify_nvidia_smi
+    with it; that slice makes no DCGM query.)"""
+    res, out, prometheus = run_verify(tmp_path, api, "telegraf__tesla_p4.xml", ["nori"],
+                                      {"verify_gpu_count": "1", "verify_driver_branch": "513",
+                                       "verify_capacity_replicas": "1"}, args=["--tags", tags])
+    assert res.returncode == 0, out[-4000:]
+    assert "Cluster part runs on api-host" in out
+    assert "/api/v1/nodes/nori" in api.node_requests()
+    assert len(prometheus.queries) == queries, prometheus.queries
 
 
 def site_like_playbook(tmp_path):

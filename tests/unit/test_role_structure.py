@@ -90,3 +90,39 @@ def test_every_main_is_a_table_of_contents():
             if count > MAX_MAIN_LINES:
                 long[role] = count
     assert long == {}, 'tasks/main.yml longer than %d lines: %s' % (MAX_MAIN_LINES, long)
+
+
+# Issue 22 item 4: the connection to the Kubernetes API is the play's module_defaults for group/baremetal.gpu.k8s
+# (playbooks/vars/cluster.yml's __cluster_connection), never an option a role's task passes.
+CONNECTION_OPTIONS = ('kubeconfig', 'context', 'kube_context', 'kubeconfig_path')
+
+
+def connection_options(tasks, where):
+    """'where: module option' for each task under ``tasks`` (blocks included) that passes a connection option."""
+    found = []
+    for task in tasks or []:
+        if not isinstance(task, dict):
+            continue
+        for key in ('block', 'rescue', 'always'):
+            found += connection_options(task.get(key), where)
+        for module, args in task.items():
+            if isinstance(args, dict) and module not in ('vars', 'module_defaults', 'apply'):
+                found += ['%s: %s %s' % (where, module, option) for option in CONNECTION_OPTIONS if option in args]
+    return found
+
+
+def test_the_connection_check_finds_an_option():
+    tasks = [{'name': 'x', 'block': [{'kubernetes.core.k8s_info': {'kind': 'Node', 'kubeconfig': '/k'}}]}]
+    assert connection_options(tasks, 'f') == ['f: kubernetes.core.k8s_info kubeconfig']
+    assert connection_options([{'module_defaults': {'kubeconfig': '/k'}, 'block': []}], 'f') == []
+
+
+def test_no_role_task_passes_connection_options():
+    import yaml   # ansible-core's own requirement; imported here so that the other tests need nothing
+    found = []
+    for role in sorted(os.listdir(os.path.join(ROOT, 'roles'))):
+        folder = os.path.join(ROOT, 'roles', role, 'tasks')
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            with open(os.path.join(folder, name), encoding='utf-8') as handle:
+                found += connection_options(yaml.safe_load(handle), '%s/tasks/%s' % (role, name))
+    assert found == [], 'connection options in role tasks (use the play\'s module_defaults):\n' + '\n'.join(found)
