@@ -421,13 +421,22 @@ def version_line(run, path):
     return ''
 
 
-def runtimes(root, run, which, rke2_data_dir=RKE2_DATA_DIR):
+def runtimes(root, run, which, rke2_data_dir=RKE2_DATA_DIR, paths=()):
+    """The container runtimes on PATH, then each of ``paths`` (a runtime a role installs where PATH may not lead, for
+    example container_toolkit_runtime_binary) that is an executable file and not listed yet, then RKE2's embedded
+    containerd."""
     found = []
     for name in RUNTIMES:
         path = which(name)
         if path:
             line = version_line(run, path)
             found.append({'name': name, 'path': path, 'version_line': line, 'version': parse_version(line)})
+    for path in paths:
+        local = path_of(root, path)
+        if path not in [item['path'] for item in found] and os.path.isfile(local) and os.access(local, os.X_OK):
+            line = version_line(run, path)
+            found.append({'name': os.path.basename(path), 'path': path, 'version_line': line,
+                          'version': parse_version(line)})
     embedded = os.path.join(rke2_data_dir, 'bin', 'containerd')
     if os.path.exists(path_of(root, embedded)):
         line = version_line(run, embedded)
@@ -521,7 +530,7 @@ def disk(root, statvfs=os.statvfs):
     return {'dkms_disk_path': '/', 'dkms_disk_free_mb': 0}
 
 
-def gather(root, run, which, running_kernel, sections=SECTIONS, lspci_text=None):
+def gather(root, run, which, running_kernel, sections=SECTIONS, lspci_text=None, runtime_paths=()):
     """Every fact of ``sections``, as one flat dict (plus the nested ``rke2``)."""
     facts = {'container': in_container(root)}
     if 'pci' in sections:
@@ -542,7 +551,7 @@ def gather(root, run, which, running_kernel, sections=SECTIONS, lspci_text=None)
         facts.update(rke2(root, run))
     if 'runtimes' in sections:
         data_dir = (facts.get('rke2') or {}).get('data_dir') or RKE2_DATA_DIR
-        facts.update(runtimes(root, run, which, data_dir))
+        facts.update(runtimes(root, run, which, data_dir, runtime_paths))
     if 'disk' in sections:
         facts.update(disk(root))
     return facts

@@ -45,6 +45,20 @@ options:
     elements: str
     choices: [all, pci, modules, secure_boot, kernels, driver, runtimes, rke2, disk]
     default: [all]
+  runtime_paths:
+    description:
+      - With V(runtimes), also these absolute paths, each listed when it is an executable file (a runtime installed
+        where E(PATH) may not lead; container_toolkit passes its C(container_toolkit_runtime_binary)).
+    type: list
+    elements: path
+    default: []
+  set_fact:
+    description:
+      - Publish the result as the fact C(gpu_node). V(false) returns it as C(gpu_node) in the result only, so that a
+        later reading of a few subsets does not replace the whole fact an earlier one set (a role re-reading one
+        subset after it changed the node, such as container_toolkit's C(detect)).
+    type: bool
+    default: true
 seealso:
   - module: baremetal.gpu.nvidia_smi
   - plugin: baremetal.gpu.kernel_module_flavour
@@ -68,12 +82,23 @@ EXAMPLES = r"""
 - name: Only what the driver role needs
   baremetal.gpu.gpu_node_facts:
     gather_subset: [pci, modules, secure_boot, kernels]
+
+- name: Is the NVIDIA container runtime installed now (the fact gpu_node stays as it was)
+  baremetal.gpu.gpu_node_facts:
+    gather_subset: [runtimes]
+    runtime_paths: [/usr/bin/nvidia-container-runtime]
+    set_fact: false
+  register: runtimes
 """
 
 RETURN = r"""
+gpu_node:
+  description: The same dict as the fact C(gpu_node), returned instead of it with O(set_fact=false).
+  returned: when O(set_fact=false)
+  type: dict
 ansible_facts:
   description: The fact C(gpu_node); only the keys of the gathered subsets are set.
-  returned: always
+  returned: when O(set_fact=true)
   type: dict
   contains:
     gpu_node:
@@ -252,6 +277,8 @@ def main():
         argument_spec=dict(
             gather_subset=dict(type='list', elements='str', default=['all'],
                                choices=['all'] + list(node_facts.SECTIONS)),
+            runtime_paths=dict(type='list', elements='path', default=[]),
+            set_fact=dict(type='bool', default=True),
         ),
         supports_check_mode=True,
     )
@@ -271,8 +298,10 @@ def main():
     if 'pci' in sections:
         rc, out, _err = run(['lspci', '-Dnn', '-d', '10de:'])
         lspci_text = out if rc == 0 else None
-    facts = node_facts.gather('/', run, which, os.uname()[2], sections, lspci_text)
-    module.exit_json(changed=False, ansible_facts={'gpu_node': facts})
+    facts = node_facts.gather('/', run, which, os.uname()[2], sections, lspci_text, module.params['runtime_paths'])
+    if module.params['set_fact']:
+        module.exit_json(changed=False, ansible_facts={'gpu_node': facts})
+    module.exit_json(changed=False, gpu_node=facts)
 
 
 if __name__ == '__main__':

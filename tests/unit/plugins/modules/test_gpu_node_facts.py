@@ -84,3 +84,26 @@ def test_unknown_subset_refused(calls):
         with pytest.raises(AnsibleFailJson) as result:
             gpu_node_facts.main()
     assert 'gather_subset' in result.value.result['msg']
+
+
+def test_runtime_paths_list_an_executable_off_path_without_setting_the_fact(calls, tmp_path):
+    runtime = tmp_path / 'nvidia-container-runtime'
+    runtime.write_text('#!/bin/sh\n')
+    runtime.chmod(0o755)
+    missing = str(tmp_path / 'no-such-runtime')
+    plain = tmp_path / 'not-executable'
+    plain.write_text('')
+    result = run_module({'gather_subset': ['runtimes'], 'runtime_paths': [str(runtime), missing, str(plain)],
+                         'set_fact': False})
+    assert 'ansible_facts' not in result
+    listed = [item['path'] for item in result['gpu_node']['container_runtimes']]
+    # On PATH (the mock): containerd and runc; then the one executable of the paths given.
+    assert listed == ['/usr/bin/containerd', '/usr/bin/runc', str(runtime)]
+    assert result['gpu_node']['container_runtimes'][-1]['name'] == 'nvidia-container-runtime'
+    assert ([str(runtime), '--version'], {'LC_ALL': 'C', 'LANG': 'C'}) in calls
+
+
+def test_a_runtime_path_already_on_path_is_listed_once(calls):
+    result = run_module({'gather_subset': ['runtimes'], 'runtime_paths': ['/usr/bin/containerd']})
+    listed = [item['path'] for item in result['ansible_facts']['gpu_node']['container_runtimes']]
+    assert listed.count('/usr/bin/containerd') == 1
