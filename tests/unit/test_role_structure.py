@@ -126,3 +126,65 @@ def test_no_role_task_passes_connection_options():
             with open(os.path.join(folder, name), encoding='utf-8') as handle:
                 found += connection_options(yaml.safe_load(handle), '%s/tasks/%s' % (role, name))
     assert found == [], 'connection options in role tasks (use the play\'s module_defaults):\n' + '\n'.join(found)
+
+
+# ... and every play of the playbooks that includes a role talking to the API sets that module_defaults: a play that
+# forgot it would reach the Kubernetes client's default kubeconfig (~/.kube/config) without a word.
+API_ROLES = ('node_maintenance', 'cluster_addons', 'runtime_class', 'kube_prometheus', 'device_plugin', 'dcgm_exporter',
+             'gpu_health', 'upgrade')
+API_ENTRY_POINTS = {'verify': ('cluster',)}
+CONNECTION_GROUP = 'group/baremetal.gpu.k8s'
+
+
+def api_includes(tasks):
+    """The (role, tasks_from) of each include or import of a role that talks to the API under ``tasks``."""
+    found = []
+    for task in tasks or []:
+        if not isinstance(task, dict):
+            continue
+        for key in ('block', 'rescue', 'always'):
+            found += api_includes(task.get(key))
+        if 'role' in task:      # a play's roles: entry
+            task = {'ansible.builtin.include_role': {'name': task['role']}}
+        for action in ('ansible.builtin.include_role', 'ansible.builtin.import_role'):
+            args = task.get(action)
+            if isinstance(args, dict):
+                role = str(args.get('name', '')).replace('baremetal.gpu.', '')
+                entry = str(args.get('tasks_from', 'main'))
+                templated = '{{' in role
+                if (templated or role in API_ROLES or entry in API_ENTRY_POINTS.get(role, ())) and \
+                        not (role == 'cluster_addons' and entry == 'api_host'):
+                    found.append((role, entry))
+    return found
+
+
+def plays_without_connection(playbook):
+    missing = []
+    for play in playbook or []:
+        if not isinstance(play, dict) or 'hosts' not in play:
+            continue
+        includes = []
+        for key in ('pre_tasks', 'roles', 'tasks', 'post_tasks'):
+            includes += api_includes(play.get(key))
+        if includes and CONNECTION_GROUP not in (play.get('module_defaults') or {}):
+            missing.append('%s (%s)' % (play.get('name'), ', '.join('%s:%s' % item for item in includes)))
+    return missing
+
+
+def test_the_play_check_finds_a_play_without_the_connection():
+    play = {'name': 'p', 'hosts': 'all', 'tasks': [{'block': [{'ansible.builtin.include_role': {
+        'name': 'baremetal.gpu.node_maintenance', 'tasks_from': 'lock'}}]}]}
+    assert plays_without_connection([play]) == ['p (node_maintenance:lock)']
+    assert plays_without_connection([dict(play, module_defaults={CONNECTION_GROUP: '{{ c }}'})]) == []
+    assert plays_without_connection([{'name': 'v', 'hosts': 'all', 'roles': [{'role': 'baremetal.gpu.verify'}]}]) == []
+
+
+def test_every_play_that_talks_to_the_api_sets_the_connection():
+    import yaml   # ansible-core's own requirement
+    missing = []
+    for name in sorted(os.listdir(os.path.join(ROOT, 'playbooks'))):
+        if name.endswith('.yml'):
+            with open(os.path.join(ROOT, 'playbooks', name), encoding='utf-8') as handle:
+                missing += ['playbooks/%s: %s' % (name, play) for play in plays_without_connection(yaml.safe_load(handle))]
+    assert missing == [], 'plays that talk to the API without module_defaults for %s:\n%s' % (
+        CONNECTION_GROUP, '\n'.join(missing))
