@@ -16,6 +16,7 @@ aptlib = LazyModule('apt')
 dkmslib = LazyModule('dkms')
 desired_state = LazyModule('desired_state')
 driver_plan = LazyModule('driver_plan')
+node_facts = LazyModule('node_facts')
 
 
 def driver_plan_filter(facts, settings, os_data, apt=None, today=None):
@@ -26,6 +27,13 @@ def driver_plan_filter(facts, settings, os_data, apt=None, today=None):
         return driver_plan.plan(settings, os_data, facts, apt if apt else None, today)
     except (KeyError, ValueError) as exc:
         raise AnsibleFilterError('baremetal.gpu.driver_plan: %s' % exc)
+
+
+def fingerprint_changes(before, now):
+    if not isinstance(before, dict) or not isinstance(now, dict):
+        raise AnsibleFilterError('baremetal.gpu.fingerprint_changes: expects two fingerprints of '
+                                 'baremetal.gpu.gpu_node_facts (dictionaries)')
+    return node_facts.fingerprint_changes(before, now)
 
 
 def driver_modules(results, plan_out, pin=None):
@@ -128,6 +136,7 @@ class FilterModule(object):
         return {
             'driver_plan': driver_plan_filter,
             'driver_modules': driver_modules,
+            'fingerprint_changes': fingerprint_changes,
             'apt_simulation': apt_simulation,
             'dkms_status': dkms_status,
             'dkms_build_error': dkms_build_error,

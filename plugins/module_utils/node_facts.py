@@ -15,8 +15,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import glob
+import hashlib
+import json
 import os
 import re
+import stat as stat_module
 
 from ansible_collections.baremetal.gpu.plugins.module_utils.support import gpu_generation
 
@@ -555,3 +558,107 @@ def gather(root, run, which, running_kernel, sections=SECTIONS, lspci_text=None,
     if 'disk' in sections:
         facts.update(disk(root))
     return facts
+
+
+# ---- fingerprint: has anything a reading depends on changed? ------------------------------------------
+#
+# What each section above reads, as cheap inputs: a file's content (small /proc, /sys and EFI files), a
+# path's identity (lstat: type, size, mtime, inode; a symbolic link by its target; a directory by the
+# identity of each entry), a glob's matches, or where a command is found. dpkg and rpm rewrite their
+# database on every change (dpkg writes /var/lib/dpkg/status anew: another inode), so its identity stands
+# for the answers of dpkg-query and rpm; a reboot changes boot_id, which stands for what only a boot
+# changes (Secure Boot's state as mokutil reports it, the PCI functions). Not covered: runtimes, rke2 and
+# disk (versions spawned from binaries, free space that moves all the time).
+BOOT_ID = 'proc/sys/kernel/random/boot_id'
+PACKAGE_DATABASES = ('var/lib/dpkg/status', 'var/lib/rpm', 'usr/lib/sysimage/rpm')
+FINGERPRINT_INPUTS = {
+    'pci': (('content', BOOT_ID), ('names', PCI_DIR)),
+    'modules': (('content', 'proc/modules'), ('content', 'proc/driver/nvidia/version'),
+                ('content', 'sys/module/nvidia/version')),
+    'secure_boot': (('content', BOOT_ID), ('content', EFI_SECURE_BOOT), ('path', 'sys/firmware/efi')),
+    'kernels': (('path', 'boot'), ('path', 'lib/modules'), ('path', 'usr/lib/modules'), ('builds', 'lib/modules'),
+                ('builds', 'usr/lib/modules')) + tuple(('path', p) for p in PACKAGE_DATABASES),
+    'driver': (('path', 'usr/bin/nvidia-uninstall'), ('path', 'var/log/nvidia-installer.log'),
+               ('glob', 'var/lib/dkms/nvidia*/*/*/*/module'), ('which', 'nvidia-smi'),
+               ('content', 'proc/driver/nvidia/version'), ('content', 'sys/module/nvidia/version'),
+               ('path', 'boot'), ('path', 'lib/modules'), ('path', 'usr/lib/modules'))
+    + tuple(('path', p) for p in PACKAGE_DATABASES),
+}
+
+
+def _identity(path):
+    """A path's identity without reading it: type, size, mtime (ns), inode; a link's target; None if absent."""
+    try:
+        info = os.lstat(path)
+    except (IOError, OSError):
+        return None
+    if stat_module.S_ISLNK(info.st_mode):
+        try:
+            return ['link', os.readlink(path)]
+        except (IOError, OSError):
+            return ['link', None]
+    kind = 'dir' if stat_module.S_ISDIR(info.st_mode) else 'file'
+    return [kind, info.st_size, getattr(info, 'st_mtime_ns', int(info.st_mtime * 1e9)), info.st_ino]
+
+
+def _path_state(full):
+    """A file's identity, or a directory's identity with each entry's (one level down)."""
+    own = _identity(full)
+    if own is None or own[0] != 'dir':
+        return own
+    try:
+        names = sorted(os.listdir(full))
+    except (IOError, OSError):
+        return own + [None]
+    return own + [[name, _identity(os.path.join(full, name))] for name in names]
+
+
+def _input_state(root, kind, relative, which):
+    full = path_of(root, relative)
+    if kind == 'content':
+        data = read(root, relative, binary=True)
+        return None if data is None else hashlib.sha256(data).hexdigest()
+    if kind == 'names':
+        return sorted(os.listdir(full)) if os.path.isdir(full) else None
+    if kind == 'builds':
+        if not os.path.isdir(full):
+            return None
+        return [[name, _identity(os.path.join(full, name, 'build'))] for name in sorted(os.listdir(full))]
+    if kind == 'glob':
+        return sorted(os.path.relpath(p, root) for p in glob.glob(full))
+    if kind == 'which':
+        return which(relative) if which else None
+    return _path_state(full)
+
+
+def fingerprint(root, sections, paths=(), which=None):
+    """A digest of what ``sections`` read (FINGERPRINT_INPUTS) and of ``paths`` (absolute, each as _path_state).
+
+    Returns {'digest': sha256 of every input, 'inputs': {label: sha256 of that input}}: a later call that
+    finds the same inputs gives the same dict; one input changed changes its label's value and the digest.
+    Labels: '<kind>:/<path>' (for example 'path:/var/lib/dpkg/status', 'content:/proc/modules'). Reads no
+    more than stats and a few small files, and runs no command.
+    """
+    unknown = [s for s in sections if s not in FINGERPRINT_INPUTS]
+    if unknown:
+        raise ValueError('no fingerprint for %s (only %s)' % (', '.join(unknown), ', '.join(sorted(FINGERPRINT_INPUTS))))
+    wanted = []
+    for section in sections:
+        wanted.extend(FINGERPRINT_INPUTS[section])
+    wanted.extend(('path', '/' + p.lstrip('/')) for p in paths)
+    inputs = {}
+    for kind, relative in wanted:
+        label = '%s:/%s' % (kind, relative.lstrip('/')) if kind != 'which' else 'which:' + relative
+        if label in inputs:
+            continue
+        state = json.dumps(_input_state(root, kind, relative, which), sort_keys=True)
+        inputs[label] = hashlib.sha256(state.encode('utf-8')).hexdigest()
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode('utf-8')).hexdigest()
+    return {'digest': digest, 'inputs': inputs}
+
+
+def fingerprint_changes(before, now):
+    """Labels of the inputs whose state differs between two fingerprint() results (added or gone ones too)."""
+    before = (before or {}).get('inputs') or {}
+    now = (now or {}).get('inputs') or {}
+    return sorted(label for label in set(before) | set(now) if before.get(label) != now.get(label))

@@ -59,6 +59,23 @@ options:
         subset after it changed the node, such as container_toolkit's C(detect)).
     type: bool
     default: true
+  fingerprint:
+    description:
+      - Read no facts; return C(fingerprint), a digest of what the subsets in O(gather_subset) read (V(pci),
+        V(modules), V(secure_boot), V(kernels), V(driver); V(all) is not accepted) and of O(fingerprint_paths).
+        Stats and a few small files only, no command. A later call that finds the same inputs returns the same
+        value, so a role can tell whether a decision taken earlier in the run on these facts still holds
+        (nvidia_driver reuses the plan play's decision this way).
+      - What stands for what, and its limits, is in the notes.
+    type: bool
+    default: false
+  fingerprint_paths:
+    description:
+      - With O(fingerprint), also these absolute paths, each by its identity (type, size, modification time, inode;
+        a directory with the identity of each entry one level down; an absent path counts too).
+    type: list
+    elements: path
+    default: []
 seealso:
   - module: baremetal.gpu.nvidia_smi
   - plugin: baremetal.gpu.kernel_module_flavour
@@ -69,6 +86,12 @@ notes:
     in C(/etc/rancher/rke2/config.yaml)). It is left empty, with the reason, when that does not decide it (both
     units enabled, or both installed and neither enabled with nothing to tell them apart). Whether a unit is
     active is not used: just after a reboot an agent is not active yet."
+  - "O(fingerprint): the package database's identity (C(/var/lib/dpkg/status), rewritten by dpkg on every change, or
+    rpm's database) stands for the answers of C(dpkg-query) and C(rpm); the boot ID stands for what only a boot
+    changes (the PCI functions besides their addresses, Secure Boot's state from C(mokutil)); C(/proc/modules) and
+    the loaded driver's version files are read whole. A change that keeps a file's size, modification time and
+    inode is not seen (a tool that resets the time on purpose); the roles read the facts again whenever the
+    digest differs."
 """
 
 EXAMPLES = r"""
@@ -89,9 +112,26 @@ EXAMPLES = r"""
     runtime_paths: [/usr/bin/nvidia-container-runtime]
     set_fact: false
   register: runtimes
+
+- name: Has anything the driver decision read changed since it was taken?
+  baremetal.gpu.gpu_node_facts:
+    gather_subset: [pci, modules, secure_boot, kernels, driver]
+    fingerprint: true
+    fingerprint_paths: [/var/lib/dpkg/updates, /etc/apt/sources.list.d]
+  register: now
 """
 
 RETURN = r"""
+fingerprint:
+  description:
+    - C(digest), a SHA-256 of every input; C(inputs), each input's label (C(<kind>:<path>), for example
+      C(path:/var/lib/dpkg/status)) with the SHA-256 of its state.
+  returned: when O(fingerprint=true)
+  type: dict
+  sample:
+    digest: 5e1f0c3a9b0d4f7e8a6c2b1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f
+    inputs:
+      "content:/proc/modules": 0d6b2c1a9e8f7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c
 gpu_node:
   description: The same dict as the fact C(gpu_node), returned instead of it with O(set_fact=false).
   returned: when O(set_fact=false)
@@ -279,6 +319,8 @@ def main():
                                choices=['all'] + list(node_facts.SECTIONS)),
             runtime_paths=dict(type='list', elements='path', default=[]),
             set_fact=dict(type='bool', default=True),
+            fingerprint=dict(type='bool', default=False),
+            fingerprint_paths=dict(type='list', elements='path', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -293,6 +335,16 @@ def main():
         if not binary:
             return None, '', '%s not found' % argv[0]
         return module.run_command([binary] + list(argv[1:]), environ_update={'LC_ALL': 'C', 'LANG': 'C'})
+
+    if module.params['fingerprint']:
+        if 'all' in subset:
+            module.fail_json(msg='gather_subset with fingerprint must name the subsets (%s), not all'
+                             % ', '.join(sorted(node_facts.FINGERPRINT_INPUTS)))
+        try:
+            result = node_facts.fingerprint('/', sections, module.params['fingerprint_paths'], which)
+        except ValueError as exc:
+            module.fail_json(msg='gather_subset with fingerprint: %s' % exc)
+        module.exit_json(changed=False, fingerprint=result)
 
     lspci_text = None
     if 'pci' in sections:

@@ -26,7 +26,7 @@ def fixture(*path):
 
 def test_every_filter_is_registered():
     assert sorted(FILTERS) == ['apt_simulation', 'dkms_build_error', 'dkms_status', 'driver_desired_branch', 'driver_modules',
-                               'driver_plan', 'driver_upgrade_target',
+                               'driver_plan', 'driver_upgrade_target', 'fingerprint_changes',
                                'gpg_primary_fingerprints', 'initramfs_contains', 'initramfs_stale', 'initramfs_verified',
                                'modinfo', 'nvidia_reboot_decision',
                                'nvidia_reboot_record_after']
@@ -144,3 +144,11 @@ def test_initramfs_stale_from_the_listing_loop():
     missing = {'item': 'new', 'rc': 0, 'stdout': listing}
     assert FILTERS['initramfs_stale']([ok, missing], now, BLACKLIST, older_file) == ['new']
     assert FILTERS['initramfs_stale']([], now, BLACKLIST) == []
+
+
+def test_fingerprint_changes_filter():
+    before = {'digest': 'a', 'inputs': {'path:/var/lib/dpkg/status': '1', 'content:/proc/modules': '2'}}
+    now = {'digest': 'b', 'inputs': {'path:/var/lib/dpkg/status': '3', 'content:/proc/modules': '2'}}
+    assert driver.FilterModule().filters()['fingerprint_changes'](before, now) == ['path:/var/lib/dpkg/status']
+    with pytest.raises(AnsibleFilterError, match='two fingerprints'):
+        driver.fingerprint_changes('x', now)

@@ -384,3 +384,111 @@ def test_pcie_and_no_gpu_kinds(tmp_path):
     # Blackwell: the kind cannot be read from PCI, and the note says so.
     kind, note = node_facts.system_kind([{'generation': 'blackwell-or-newer'}], [])
     assert kind == 'pcie' and 'NVLink subnet manager' in note and 'IMEX' in note
+
+
+# ---- fingerprint: what a reading depended on, to tell whether it still holds -------------------------
+
+DECIDE_SECTIONS = ('pci', 'modules', 'secure_boot', 'kernels', 'driver')
+
+
+def _write(root, relative, text):
+    path = os.path.join(root, relative)
+    if not os.path.isdir(os.path.dirname(path)):
+        os.makedirs(os.path.dirname(path))
+    with open(path, 'w') as handle:
+        handle.write(text)
+    return path
+
+
+def _replace(root, relative, text):
+    """Write a file anew under another inode, as dpkg and ansible's copy do (write a temporary file, rename)."""
+    _write(root, relative + '.new', text)
+    os.rename(os.path.join(root, relative + '.new'), os.path.join(root, relative))
+
+
+@pytest.fixture
+def decided_node(tree):
+    """The captured Ubuntu 24.04 tree with what the driver decision also reads: dpkg's status, apt's
+    sources, the driver role's records, the boot ID and /proc/modules."""
+    root = tree('ubuntu2404-node-580-open-dkms')
+    _write(root, 'var/lib/dpkg/status', 'Package: nvidia-driver-580-open\nStatus: install ok installed\n')
+    os.makedirs(os.path.join(root, 'var/lib/dpkg/updates'))
+    _write(root, 'etc/apt/sources.list.d/ubuntu.sources', 'Types: deb\nSuites: noble noble-updates\n')
+    _write(root, 'var/lib/baremetal-gpu/nvidia_driver/holds.json', '["nvidia-driver-580-open"]')
+    _write(root, 'proc/sys/kernel/random/boot_id', '0f6b0a52-3c1e-4a59-9a44-2f64b3c0a1de\n')
+    _write(root, 'proc/modules', 'nvidia 104861696 0 - Live 0x0000000000000000 (POE)\n')
+    _write(root, 'var/log/syslog', 'something else\n')
+    return root
+
+
+DECIDE_PATHS = ['/var/lib/baremetal-gpu/nvidia_driver', '/var/lib/dpkg/updates', '/etc/apt/sources.list.d',
+                '/etc/apt/preferences.d']
+
+
+def _fp(root, which=no_binaries):
+    return node_facts.fingerprint(root, DECIDE_SECTIONS, DECIDE_PATHS, which)
+
+
+def test_fingerprint_is_stable_and_reads_no_command(decided_node):
+    first = _fp(decided_node)
+    assert first == _fp(decided_node)
+    assert len(first['digest']) == 64
+    # Every section's inputs and every path asked for are listed, each once.
+    assert {'path:/var/lib/dpkg/status', 'content:/proc/modules', 'names:/sys/bus/pci/devices',
+            'glob:/var/lib/dkms/nvidia*/*/*/*/module', 'path:/var/lib/baremetal-gpu/nvidia_driver',
+            'path:/etc/apt/preferences.d', 'which:nvidia-smi'} <= set(first['inputs'])
+    # What the decision does not read changes nothing.
+    _write(decided_node, 'var/log/syslog', 'more of something else\n')
+    _write(decided_node, 'tmp/scratch', 'x')
+    assert _fp(decided_node) == first
+
+
+@pytest.mark.parametrize('change, label', [
+    (lambda r: _replace(r, 'var/lib/dpkg/status', 'Package: nvidia-driver-595-open\nStatus: hold ok installed\n'),
+     'path:/var/lib/dpkg/status'),
+    (lambda r: _write(r, 'var/lib/dpkg/updates/0001', 'Package: nvidia-driver-595-open\n'), 'path:/var/lib/dpkg/updates'),
+    (lambda r: _replace(r, 'var/lib/baremetal-gpu/nvidia_driver/holds.json', '[]'),
+     'path:/var/lib/baremetal-gpu/nvidia_driver'),
+    (lambda r: _write(r, 'var/lib/baremetal-gpu/nvidia_driver/reboot.json', '{}'), 'path:/var/lib/baremetal-gpu/nvidia_driver'),
+    (lambda r: _write(r, 'etc/apt/preferences.d/pin', 'Package: *\n'), 'path:/etc/apt/preferences.d'),
+    (lambda r: _write(r, 'proc/modules', 'nouveau 2998272 0 - Live 0x0000000000000000\n'), 'content:/proc/modules'),
+    (lambda r: _write(r, 'proc/sys/kernel/random/boot_id', '7d1c7f0e-0000-4000-8000-000000000001\n'),
+     'content:/proc/sys/kernel/random/boot_id'),
+    (lambda r: os.makedirs(os.path.join(r, 'var/lib/dkms/nvidia/580.178.04/6.8.0-152-generic/x86_64/module')),
+     'glob:/var/lib/dkms/nvidia*/*/*/*/module'),
+    (lambda r: _write(r, 'boot/vmlinuz-6.8.0-152-generic', 'kernel'), 'path:/boot'),
+    (lambda r: os.symlink('vmlinuz-6.8.0-151-generic', os.path.join(r, 'boot/vmlinuz')), 'path:/boot'),
+    (lambda r: os.rmdir(os.path.join(r, 'lib/modules/6.8.0-151-generic/build')), 'builds:/lib/modules'),
+])
+def test_fingerprint_sees_each_input_change(decided_node, change, label):
+    before = _fp(decided_node)
+    change(decided_node)
+    after = _fp(decided_node)
+    assert after['digest'] != before['digest']
+    assert label in node_facts.fingerprint_changes(before, after)
+
+
+def test_fingerprint_sees_where_nvidia_smi_is_found(decided_node):
+    before = _fp(decided_node)
+    after = _fp(decided_node, lambda name: '/usr/bin/' + name)
+    assert node_facts.fingerprint_changes(before, after) == ['which:nvidia-smi']
+
+
+def test_fingerprint_a_symlink_is_its_target(decided_node):
+    os.symlink('vmlinuz-6.8.0-151-generic', os.path.join(decided_node, 'boot/vmlinuz'))
+    before = _fp(decided_node)
+    os.remove(os.path.join(decided_node, 'boot/vmlinuz'))
+    os.symlink('vmlinuz-6.8.0-152-generic', os.path.join(decided_node, 'boot/vmlinuz'))
+    assert node_facts.fingerprint_changes(before, _fp(decided_node)) == ['path:/boot']
+
+
+def test_fingerprint_only_of_sections_it_knows():
+    with pytest.raises(ValueError, match='no fingerprint for runtimes, disk'):
+        node_facts.fingerprint('/', ('pci', 'runtimes', 'disk'))
+
+
+def test_fingerprint_changes_lists_added_and_gone_inputs():
+    before = {'inputs': {'a': '1', 'b': '2'}}
+    assert node_facts.fingerprint_changes(before, {'inputs': {'a': '1', 'c': '3'}}) == ['b', 'c']
+    assert node_facts.fingerprint_changes(None, before) == ['a', 'b']
+    assert node_facts.fingerprint_changes(before, before) == []

@@ -107,3 +107,26 @@ def test_a_runtime_path_already_on_path_is_listed_once(calls):
     result = run_module({'gather_subset': ['runtimes'], 'runtime_paths': ['/usr/bin/containerd']})
     listed = [item['path'] for item in result['ansible_facts']['gpu_node']['container_runtimes']]
     assert listed.count('/usr/bin/containerd') == 1
+
+
+def test_fingerprint_reads_no_facts_and_runs_no_command(calls):
+    result = run_module({'gather_subset': ['kernels', 'driver'], 'fingerprint': True,
+                         'fingerprint_paths': ['/etc/apt/sources.list.d']})
+    assert calls == []
+    assert 'ansible_facts' not in result and 'gpu_node' not in result
+    assert 'path:/etc/apt/sources.list.d' in result['fingerprint']['inputs']
+    assert 'path:/var/lib/dpkg/status' in result['fingerprint']['inputs']
+    assert result == run_module({'gather_subset': ['kernels', 'driver'], 'fingerprint': True,
+                                 'fingerprint_paths': ['/etc/apt/sources.list.d']})
+
+
+@pytest.mark.parametrize('subset, words', [
+    (['all'], 'must name the subsets (driver, kernels, modules, pci, secure_boot), not all'),
+    (['pci', 'rke2'], 'no fingerprint for rke2'),
+])
+def test_fingerprint_refuses_subsets_it_cannot_cover(calls, subset, words):
+    with set_module_args({'gather_subset': subset, 'fingerprint': True}):
+        with pytest.raises(AnsibleFailJson) as result:
+            gpu_node_facts.main()
+    assert words in result.value.result['msg']
+    assert calls == []
