@@ -97,18 +97,22 @@ def test_every_main_is_a_table_of_contents():
 CONNECTION_OPTIONS = ('kubeconfig', 'context', 'kube_context', 'kubeconfig_path')
 
 
+def tasks_in(tasks):
+    """Every task dict under ``tasks``, the tasks of its blocks (block, rescue, always) included."""
+    for task in tasks or []:
+        if isinstance(task, dict):
+            yield task
+            for key in ('block', 'rescue', 'always'):
+                for inner in tasks_in(task.get(key)):
+                    yield inner
+
+
 def connection_options(tasks, where):
     """'where: module option' for each task under ``tasks`` (blocks included) that passes a connection option."""
-    found = []
-    for task in tasks or []:
-        if not isinstance(task, dict):
-            continue
-        for key in ('block', 'rescue', 'always'):
-            found += connection_options(task.get(key), where)
-        for module, args in task.items():
-            if isinstance(args, dict) and module not in ('vars', 'module_defaults', 'apply'):
-                found += ['%s: %s %s' % (where, module, option) for option in CONNECTION_OPTIONS if option in args]
-    return found
+    return ['%s: %s %s' % (where, module, option)
+            for task in tasks_in(tasks) for module, args in task.items()
+            if isinstance(args, dict) and module not in ('vars', 'module_defaults', 'apply')
+            for option in CONNECTION_OPTIONS if option in args]
 
 
 def test_the_connection_check_finds_an_option():
@@ -139,11 +143,7 @@ CONNECTION_GROUP = 'group/baremetal.gpu.k8s'
 def api_includes(tasks):
     """The (role, tasks_from) of each include or import of a role that talks to the API under ``tasks``."""
     found = []
-    for task in tasks or []:
-        if not isinstance(task, dict):
-            continue
-        for key in ('block', 'rescue', 'always'):
-            found += api_includes(task.get(key))
+    for task in tasks_in(tasks):
         if 'role' in task:      # a play's roles: entry
             task = {'ansible.builtin.include_role': {'name': task['role']}}
         for action in ('ansible.builtin.include_role', 'ansible.builtin.import_role'):
