@@ -103,8 +103,7 @@ def tasks_in(tasks):
         if isinstance(task, dict):
             yield task
             for key in ('block', 'rescue', 'always'):
-                for inner in tasks_in(task.get(key)):
-                    yield inner
+                yield from tasks_in(task.get(key))
 
 
 def connection_options(tasks, where):
