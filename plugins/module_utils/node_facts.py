@@ -571,17 +571,20 @@ def gather(root, run, which, running_kernel, sections=SECTIONS, lspci_text=None,
 # disk (versions spawned from binaries, free space that moves all the time).
 BOOT_ID = 'proc/sys/kernel/random/boot_id'
 PACKAGE_DATABASES = ('var/lib/dpkg/status', 'var/lib/rpm', 'usr/lib/sysimage/rpm')
-_LOADED_VERSION = (('content', 'proc/driver/nvidia/version'), ('content', 'sys/module/nvidia/version'))
+# modules() reads /proc/modules and the loaded driver's version files; driver() calls it for the version.
+_MODULES = (('content', 'proc/modules'), ('content', 'proc/driver/nvidia/version'),
+            ('content', 'sys/module/nvidia/version'))
 _KERNELS = ((('path', 'boot'), ('path', 'lib/modules'), ('path', 'usr/lib/modules'), ('builds', 'lib/modules'),
              ('builds', 'usr/lib/modules')) + tuple(('path', p) for p in PACKAGE_DATABASES))
 FINGERPRINT_INPUTS = {
     'pci': (('content', BOOT_ID), ('names', PCI_DIR)),
-    'modules': (('content', 'proc/modules'),) + _LOADED_VERSION,
+    'modules': _MODULES,
     'secure_boot': (('content', BOOT_ID), ('content', EFI_SECURE_BOOT), ('path', 'sys/firmware/efi')),
     'kernels': _KERNELS,
-    # driver() reads the packages, the loaded version, and (through kernel_packages) the kernels.
+    # driver() reads the packages, modules() (for the loaded version), and (through kernel_packages) the kernels.
+    # tests/unit/plugins/module_utils/test_node_facts.py traces what each section reads against this table.
     'driver': (('path', 'usr/bin/nvidia-uninstall'), ('path', 'var/log/nvidia-installer.log'),
-               ('glob', 'var/lib/dkms/nvidia*/*/*/*/module'), ('which', 'nvidia-smi')) + _LOADED_VERSION + _KERNELS,
+               ('glob', 'var/lib/dkms/nvidia*/*/*/*/module'), ('which', 'nvidia-smi')) + _MODULES + _KERNELS,
 }
 
 

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import fnmatch
 import os
 import tarfile
 
@@ -492,3 +493,125 @@ def test_fingerprint_changes_lists_added_and_gone_inputs():
     assert node_facts.fingerprint_changes(before, {'inputs': {'a': '1', 'c': '3'}}) == ['b', 'c']
     assert node_facts.fingerprint_changes(None, before) == ['a', 'b']
     assert node_facts.fingerprint_changes(before, before) == []
+
+
+# ---- the fingerprint's list against what the readers really open ------------------------------------------
+#
+# FINGERPRINT_INPUTS is declared by hand next to the readers. These tests run each reader on captured trees
+# with the file-system calls it makes (open, exists, isdir, listdir, islink, readlink, glob) and the commands
+# it runs traced, and fail when a path it reads is in no input of its section: a reader that starts to read a
+# new file must say so there, or the driver decision would be reused after that file changed.
+#
+# Inputs that stand for something the fingerprint does not read itself (node_facts' comment above
+# FINGERPRINT_INPUTS): dpkg-query's and rpm's answers are their databases' identity; mokutil's and lspci's
+# answers, and a PCI function's sysfs attributes, change only with a boot (the boot ID). What gather() reads
+# for every section, whether the node is a container (its PID 1's environment, podman's and docker's marker
+# files), is fixed for the life of the system.
+STANDS_FOR = {'dpkg-query': [('path', p) for p in node_facts.PACKAGE_DATABASES],
+              'rpm': [('path', p) for p in node_facts.PACKAGE_DATABASES],
+              'mokutil': [('content', node_facts.BOOT_ID)], 'lspci': [('content', node_facts.BOOT_ID)]}
+FIXED_FOR_THE_SYSTEM = ('proc/1/environ', 'run/.containerenv', '.dockerenv')
+
+
+def _traced(monkeypatch, root):
+    """Record (kind, path relative to root) of every file-system call of node_facts under root."""
+    seen = []
+    prefix = root.rstrip('/') + '/'
+    depth = []      # a call inside a traced call (isdir's own stat) is not the reader's
+
+    def tracer(kind, real):
+        def call(path, *args, **kwargs):
+            relative = path[len(prefix):] if isinstance(path, str) and path.startswith(prefix) else None
+            # commands/: the tree's recorded command answers, which Recorded (run) reads, not a node file.
+            if relative is not None and not depth and not relative.startswith('commands/'):
+                seen.append((kind, relative))
+            depth.append(kind)
+            try:
+                return real(path, *args, **kwargs)
+            finally:
+                depth.pop()
+        return call
+
+    for name in ('exists', 'isdir', 'isfile', 'islink'):
+        monkeypatch.setattr(node_facts.os.path, name, tracer(name, getattr(os.path, name)))
+    for name in ('listdir', 'readlink', 'stat', 'lstat', 'access'):
+        monkeypatch.setattr(node_facts.os, name, tracer(name, getattr(os, name)))
+    monkeypatch.setattr(node_facts.glob, 'glob', tracer('glob', node_facts.glob.glob))
+    monkeypatch.setattr(node_facts, 'open', tracer('open', open), raising=False)
+    return seen
+
+
+def _covered(kind, path, inputs):
+    """Whether a reader's access is seen by one of ``inputs`` ((kind, path) pairs of FINGERPRINT_INPUTS)."""
+    parent = os.path.dirname(path)
+    for input_kind, where in inputs:
+        where = where.strip('/')
+        if input_kind == 'content' and path == where and kind in ('open', 'exists', 'isfile'):
+            return True
+        # A path's identity, and each entry's one level down (a glob in it lists it).
+        if input_kind == 'path' and where in (path, parent):
+            return True
+        # The names in a directory: listing it, and whether an entry exists.
+        if input_kind == 'names' and (path == where or (parent == where and kind in ('exists', 'isdir'))):
+            return True
+        # Each entry's build link.
+        if input_kind == 'builds' and (path == where or (os.path.dirname(parent) == where
+                                                         and os.path.basename(path) == 'build')):
+            return True
+        if input_kind == 'glob' and (kind == 'glob' and path == where or fnmatch.fnmatch(path, where)):
+            return True
+    return False
+
+
+def _uncovered(section, seen, calls, which_calls):
+    inputs = list(node_facts.FINGERPRINT_INPUTS[section])
+    found = []
+    for argv in calls:
+        stands = STANDS_FOR.get(os.path.basename(argv[0]))
+        if stands is None or not set(stands) <= set(inputs):
+            found.append('command %s' % ' '.join(argv))
+    for name in which_calls:
+        if ('which', name) not in inputs:
+            found.append('which %s' % name)
+    # A PCI function's attributes: read under a listed directory whose names the section has, with the boot ID.
+    pci_attributes = ('names', node_facts.PCI_DIR) in inputs and ('content', node_facts.BOOT_ID) in inputs
+    for kind, path in seen:
+        if path in FIXED_FOR_THE_SYSTEM or _covered(kind, path, inputs):
+            continue
+        if pci_attributes and path.startswith(node_facts.PCI_DIR.strip('/') + '/'):
+            continue
+        found.append('%s %s' % (kind, path))
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize('section', sorted(node_facts.FINGERPRINT_INPUTS))
+@pytest.mark.parametrize('tree_name', ['ubuntu2404-node-580-open-dkms', 'device-h100-vm-580.159.04-open',
+                                       'debian12-ci-sandbox'])
+def test_every_path_a_section_reads_is_fingerprinted(tree, monkeypatch, tree_name, section):
+    root = tree(tree_name)
+    if tree_name == 'ubuntu2404-node-580-open-dkms':
+        os.symlink('vmlinuz-6.8.0-151-generic', os.path.join(root, 'boot/vmlinuz'))
+    run = Recorded(root)
+    which_calls = []
+
+    def which(name):
+        which_calls.append(name)
+        return None
+
+    seen = _traced(monkeypatch, root)
+    node_facts.gather(root, run, which, '6.8.0-151-generic', (section,), H100_LSPCI)
+    monkeypatch.undo()
+    assert seen, 'the tracer saw nothing: it no longer sees how node_facts reads files'
+    assert _uncovered(section, seen, run.calls, which_calls) == []
+
+
+def test_the_fingerprint_check_finds_a_path_no_input_covers(tree, monkeypatch):
+    """The check above can fail: a reader reading a file of no input is named."""
+    root = tree('ubuntu2404-node-580-open-dkms')
+    seen = _traced(monkeypatch, root)
+    node_facts.read(root, 'etc/modprobe.d/blacklist-nouveau.conf')
+    node_facts.os.path.isdir(os.path.join(root, 'sys/bus/pci/devices'))
+    monkeypatch.undo()
+    assert _uncovered('modules', seen, [['nvidia-smi', '-q']], ['nvidia-smi']) == [
+        'command nvidia-smi -q', 'isdir sys/bus/pci/devices', 'open etc/modprobe.d/blacklist-nouveau.conf',
+        'which nvidia-smi']
