@@ -54,12 +54,25 @@ node_layout() {
   case $1 in
     debian12) echo "list linux-image-amd64" ;;
     debian13) echo "deb822 linux-image-amd64" ;;
-    ubuntu2204) echo "list linux-image-virtual" ;;
+    # Pinned too, for the opposite reason (issue 19 item 5, tested for real): the newest jammy kernel ABI,
+    # 5.15.0-204, whose prebuilt NVIDIA module packages the archive lists but answers 404 for (seen
+    # 2026-11-23 on noble's 6.8.0-151, 2026-11-28 on jammy's 5.15.0-204; 5.15.0-203's download), so the
+    # role's default (auto) falls back to DKMS and says why. It comes from jammy-security (kernel_pocket);
+    # the node's sources stay debootstrap's one line, as before.
+    ubuntu2204) echo "list linux-image-5.15.0-204-generic" ;;
     # The kernel is pinned: on 2026-11-23 the archive's index listed Canonical's prebuilt NVIDIA
     # modules for the newest ABI (6.8.0-151, noble-updates), but their files answered 404; those
     # for 6.8.0-149 (noble-security) download. The prebuilt-module tests need a kernel they exist for.
     ubuntu2404) echo "deb822 linux-image-6.8.0-149-generic" ;;
     *) return 1 ;;
+  esac
+}
+
+# kernel_pocket NODE: the pocket the node's kernel comes from when its sources lack it (added for the kernel's
+# install only, in tests/images/Containerfile), or nothing.
+kernel_pocket() {
+  case $1 in
+    ubuntu2204) echo "jammy-security" ;;
   esac
 }
 
@@ -92,7 +105,7 @@ base_hash() {
   echo "$PACKAGES $suite $family $script $format ${UBUNTU_MIRROR:-} v2" | sha256sum | cut -c1-12
 }
 recipe_hash() {
-  { base_hash "$(base_node "$1")"; node_info "$1"; cat "$(context_of "$1")"/*; } | sha256sum | cut -c1-12
+  { base_hash "$(base_node "$1")"; node_info "$1"; kernel_pocket "$1"; cat "$(context_of "$1")"/*; } | sha256sum | cut -c1-12
 }
 image_name() { echo "localhost/baremetal-gpu-$1:$(recipe_hash "$1")"; }
 
@@ -199,7 +212,7 @@ build_node() {
 build_top() {
   # --network host: the build reaches the package cache on this machine's loopback.
   if ! podman build -q --network host --build-arg "APT_PROXY=$APT_PROXY" --build-arg "BASE=$2" \
-      --build-arg "KERNEL=$4" -t "$3" "$(context_of "$1")" >"$CACHE/$1.build.log" 2>&1; then
+      --build-arg "KERNEL=$4" --build-arg "KERNEL_POCKET=$(kernel_pocket "$1")" -t "$3" "$(context_of "$1")" >"$CACHE/$1.build.log" 2>&1; then
     log "$1: podman build failed, see $CACHE/$1.build.log"
     tail -5 "$CACHE/$1.build.log" >&2 || true
     if grep -qiE 'Could not resolve|Temporary failure|Failed to fetch|Unable to connect' "$CACHE/$1.build.log"; then

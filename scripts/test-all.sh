@@ -316,9 +316,9 @@ molecule_stage() {
   # finished is passed over until they have (scripts/run-scenarios.py); scenarios not listed here run last,
   # in name order.
   # ci18 (beside stress-ng): jammy, started late, was the tail; the DKMS scenarios now come before the consumers'
-  # second half, and the short scenarios fill the end. nvidia_driver_next_kernel (a DKMS build for the next
-  # kernel) starts after jammy's build, beside scenarios without one (ci21: started beside releases and jammy, three
-  # builds at once cut releases at 1200 s).
+  # second half, and the short scenarios fill the end. nvidia_driver_next_kernel (two DKMS builds for the next
+  # kernel, Debian 12 and Ubuntu 24.04) starts after jammy's build, beside scenarios without one (ci21: started
+  # beside releases and jammy, three builds at once cut releases at 1200 s).
   # The tail, longest first (ci32: mismatch, started after rke2 and batching, ran its last 3 minutes alone).
   LANE_ORDER="nvidia_driver nvidia_driver_debian12 container_toolkit nvidia_driver_releases upgrade_driver nvidia_driver_jammy uninstall nvidia_driver_next_kernel maintenance_kill execution_environment nvidia_driver_switch nvidia_driver_mismatch rke2_nvidia_runtime gpu_nodes_batching preflight"
   ordered=()

@@ -46,9 +46,15 @@ def test_decisions_match_what_was_asked(host):
     assert plan["kernel_module"]["reason"] and plan["module_build"]["reason"]
     name = host.backend.get_hostname()
     if name.endswith("ubuntu2204"):
-        # No prebuilt modules for 5.15.0-25 in the archive: auto falls back to DKMS, and says why.
+        # Issue 19 item 5 for real: the archive lists the prebuilt module package of the node's kernel (jammy's newest
+        # ABI, pinned in scripts/build-images.sh) but answers 404 for its file; auto falls back to DKMS and says why.
+        # Should the archive serve it one day, the role takes it and this fails, saying so: pin a kernel whose file
+        # is missing, or move this test.
+        kernel = host.run("ls /boot | sed -n 's/^vmlinuz-//p'").stdout.split()[0]
+        package = "linux-modules-nvidia-%s-%s" % (exp["branch"], kernel)
         assert plan["module_build"]["reason"].startswith("auto: DKMS, because Ubuntu's archive has no prebuilt"), plan
-        assert "5.15.0-25-generic" in plan["module_build"]["reason"]
+        assert "kernel %s (%s: listed, but its file cannot be downloaded: 404 Not Found (http://" % (kernel, package) \
+            in plan["module_build"]["reason"], plan["module_build"]
     if name.endswith("ubuntu2404"):
         assert plan["module_build"]["reason"].startswith("auto: prebuilt"), plan["module_build"]
         assert plan["kernel_module"]["reason"].startswith("auto: open"), plan["kernel_module"]

@@ -1,6 +1,6 @@
 """The next kernel, brought without the role (side_effect.yml): read each node independently of the role.
 
-The DKMS node: every kernel in /boot has the NVIDIA module (modinfo -k), the new one included, built by DKMS's
+The DKMS nodes: every kernel in /boot has the NVIDIA module (modinfo -k), the new one included, built by DKMS's
 kernel hook and signed with the same key as the module of the kernel the node had. Prebuilt node: the new kernel
 has no module (Canonical's package for it is listed, but the archive answers 404), and the refused and check-mode
 runs of the role changed no NVIDIA package.
@@ -33,7 +33,7 @@ def _modinfo(host, kernel, field):
 
 
 def _dkms(host):
-    return host.backend.get_hostname().endswith("debian12")
+    return host.backend.get_hostname().endswith(("debian12", "ubuntu2404-dkms"))
 
 
 def changed_tasks(log):
