@@ -54,12 +54,13 @@ node_layout() {
   case $1 in
     debian12) echo "list linux-image-amd64" ;;
     debian13) echo "deb822 linux-image-amd64" ;;
-    # Pinned too, for the opposite reason (issue 19 item 5, tested for real): the newest jammy kernel ABI,
-    # 5.15.0-204, whose prebuilt NVIDIA module packages the archive lists but answers 404 for (seen
-    # 2026-11-23 on noble's 6.8.0-151, 2026-11-28 on jammy's 5.15.0-204; 5.15.0-203's download), so the
-    # role's default (auto) falls back to DKMS and says why. It comes from jammy-security (kernel_pocket);
-    # the node's sources stay debootstrap's one line, as before.
-    ubuntu2204) echo "list linux-image-5.15.0-204-generic" ;;
+    # Pinned too (issue 19 items 1 and 5, tested for real in molecule/nvidia_driver_jammy): 5.15.0-203, whose
+    # prebuilt NVIDIA module packages download, one ABI below jammy's newest, 5.15.0-204, whose packages the
+    # archive lists but answers 404 for (seen 2026-11-23 on noble's 6.8.0-151, 2026-11-28 on jammy's 5.15.0-204).
+    # The scenario converges prebuilt on 203, then brings 204 through apt alone, and auto's next run switches the
+    # node to DKMS and says why. 203 comes from jammy-security (kernel_pocket); the node's sources stay
+    # debootstrap's one line, as before.
+    ubuntu2204) echo "list linux-image-5.15.0-203-generic" ;;
     # The kernel is pinned: on 2026-11-23 the archive's index listed Canonical's prebuilt NVIDIA
     # modules for the newest ABI (6.8.0-151, noble-updates), but their files answered 404; those
     # for 6.8.0-149 (noble-security) download. The prebuilt-module tests need a kernel they exist for.
