@@ -46,7 +46,7 @@ docs-screenshots: docs   ## headless Chromium screenshots of the site's index an
 galaxy: setup   ## Galaxy's import check (galaxy-importer) on the built tarball
 	bash scripts/check-galaxy.sh
 
-core-range: setup   ## units + sanity with the lowest ansible-core that meta/runtime.yml claims
+core-range: setup   ## units + import/compile sanity with the lowest ansible-core that meta/runtime.yml claims
 	bash scripts/check-core-range.sh
 
 clean:

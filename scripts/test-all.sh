@@ -5,19 +5,23 @@
 # check failed.
 #
 # Environment knobs:
-#   MOLECULE_JOBS   scenarios run in parallel (default 2; each is its own process)
-#   MOLECULE_JOBS_AFTER scenarios run in parallel once the foreground checks are done (default 3)
 #   ONLY_SCENARIOS  space-separated subset of molecule scenarios to run
 #   SKIP_MOLECULE=1 skip the molecule stage (reported as NOT RUN)
-#   MOLECULE_TIMEOUT time limit per scenario in seconds (default 1200, issue 17). A scenario that runs out of
-#                   time FAILS (no retry), its row names the step and task it was in, and its nodes are
-#                   removed all the same.
-#   MOLECULE_TIMEOUT_LONG the limit of nvidia_driver_jammy, the longest DKMS build (default 1500, or MOLECULE_TIMEOUT
-#                   when that is higher)
+#   SKIP_CHECKS=1   skip the foreground checks (static checks, integration, charts, build, docs, galaxy, core range;
+#                   reported as NOT RUN): the molecule stage alone, through the same lanes and watchdog
+#   MOLECULE_IDLE   seconds a scenario may go without output, CPU and I/O before it is taken as hung and ended
+#                   (default 600; scripts/watchdog.py). A slow machine makes a scenario slower, never silent, so no
+#                   correct run is cut by it; a hung one fails naming the molecule step and task it was in, and its
+#                   nodes are removed all the same.
+#   MOLECULE_TIMEOUT backstop per scenario in seconds for one that keeps busy for ever (default 3600, stretched by
+#                   the machine's calibration when it is slower than the reference)
 #   BAREMETAL_APT_CACHE_DIR where the test nodes' package cache keeps its files (scripts/apt-cache.sh;
 #                   default ~/.cache/baremetal-gpu/apt-cacher-ng, kept between runs; remove it for a cold run)
 #   BAREMETAL_GPU_CHART_DIR the pinned chart tarballs for tests/integration/test_charts.py
 #                   (default ../shared/charts when it exists; else that row is NOT RUN)
+#
+# CPU-bound jobs never outnumber the cores: the foreground checks run one after the other and count as one job
+# while they run; the image build and each scenario lane count as one each (scripts/run-scenarios.py).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -28,6 +32,15 @@ mkdir -p "$RESULTS" "$LOGS"
 START=$(date +%s)
 BUDGET=3600   # the 60 minutes make test must stay within on the 2-core machine (CI allows 90)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+# The whole machine's CPU (/proc/stat: busy and total jiffies), to set the rows' sum against.
+stat_cpu() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+read -r BUSY_START _ < <(stat_cpu)
+# The machine's speed (scripts/calibrate.py): CPU seconds of a fixed workload and the factor to the reference.
+read -r CALIBRATION CAL_FACTOR < <(python3 scripts/calibrate.py)
+LOAD_PID=""
+( while sleep 60; do cut -d' ' -f1 /proc/loadavg >>"$RESULTS/.load"; done ) &
+LOAD_PID=$!
+echo "[test] calibration: ${CALIBRATION} s for the fixed workload (factor ${CAL_FACTOR} to the reference machine); $(nproc) cores; load $LOAD_START"
 
 # Stopped by TERM, INT or HUP (kill of this script's pid, Ctrl-C, a CI time-out): end every process this run
 # started, the background molecule stage and its scenarios included (they do not have this checkout's path on their
@@ -53,6 +66,7 @@ kill_tree() {
 }
 on_signal() {
   trap - TERM INT HUP
+  [[ -n $LOAD_PID ]] && kill "$LOAD_PID" 2>/dev/null
   echo "[test] stopped by a signal: ending the molecule stage and the running check, removing the test nodes"
   [[ -n $MOLECULE_PID ]] && kill_tree "$MOLECULE_PID"
   [[ -n $FOREGROUND_PID ]] && kill_tree "$FOREGROUND_PID"
@@ -86,6 +100,9 @@ record() { printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" >"$RESULTS/$(slug "$1")
 check() {
   local name=$1; shift
   local log t0 rc detail
+  if [[ ${SKIP_CHECKS:-0} == 1 && $name != molecule:* && $name != setup && $name != package* ]]; then
+    record "$name" "NOT RUN" 0 "SKIP_CHECKS=1"; return 0
+  fi
   log="$LOGS/$(slug "$name").log"
   t0=$(date +%s)
   printf '[test] %-34s ...\n' "$name"
@@ -113,6 +130,13 @@ cpu_of() {
   f="$RESULTS/$(slug "$1").cpu"
   [[ -s $f ]] || { echo "-"; return; }
   awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.0f", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$f"
+}
+# nodes_cpu_of NAME: the CPU seconds the check's test nodes used in their own cgroups (systemd units, triggers:
+# what the connection did not start, so `times` did not see it; scripts/watchdog.py), or 0.
+nodes_cpu_of() {
+  local f
+  f="$RESULTS/$(slug "$1").ctr"
+  [[ -s $f ]] && awk '{ printf "%.0f", $1 }' "$f" || echo 0
 }
 
 # A short detail for the table: pytest's closing line, or molecule's recap.
@@ -143,19 +167,13 @@ fi
 image_status() { cat ".cache/images/$1.status" 2>/dev/null || echo "NOT RUN: image $1 was not built"; }
 
 
-# Each scenario runs under a time limit (MOLECULE_TIMEOUT, default 1200 s, issue 17). One that runs out of time
-# FAILS: no retry (a retry doubles a slow scenario and turns a red row into a CI time-out); its row names the
-# molecule step and the task it was in, and its nodes are removed as after any other run. The DKMS builds decide
-# whether a scenario fits: with two builds in one scenario, molecule/nvidia_driver was cut at 1200 s in its apt
-# transaction beside stress-ng --cpu 1 (2026-11-25, docs/benchmarks.md), so each scenario now has one DKMS build.
-# nvidia_driver_jammy's one build (580 proprietary, kernel 5.15) was the longest: 1033, 1102 and 1182 s in the
-# three full runs of 2026-11-26 (docs/benchmarks.md), the last within 18 s of 1200 s. It gets 1500 s; the others keep
-# 1200 s. (Since session 23 the scenario converges prebuilt and its two builds come with the switch to DKMS after
-# the next kernel: 897 s in ci47; the limit is kept.)
+# A scenario is ended only when it hangs (scripts/watchdog.py: no output, no CPU and no I/O for MOLECULE_IDLE
+# seconds), or past the backstop (MOLECULE_TIMEOUT, stretched on a machine slower than the reference). It then
+# FAILS, with no retry: its row names the molecule step and the task it was in, and its nodes are removed as after
+# any other run.
 scenario_limit() {
-  local limit=${MOLECULE_TIMEOUT:-1200} long=${MOLECULE_TIMEOUT_LONG:-1500}
-  if [[ $1 == nvidia_driver_jammy ]] && ((long > limit)); then limit=$long; fi
-  echo "$limit"
+  python3 -c 'import sys; print(int(float(sys.argv[1]) * max(1.0, 1 / float(sys.argv[2]))))' \
+    "${MOLECULE_TIMEOUT:-3600}" "${CAL_FACTOR:-1}"
 }
 remove_instances() {
   # Leftover instances of an interrupted earlier run would clash with create.
@@ -195,14 +213,15 @@ stamp_steps() {
     fi
   done
 }
-# run_molecule SCENARIO LIMIT [OPTIONS...]: molecule test under the time limit; its status is molecule's
-# (124 or 137 when the limit cut it: timeout ends molecule's whole process group, ansible-playbook included).
+# run_molecule SCENARIO LIMIT [OPTIONS...]: molecule test under the watchdog; its status is molecule's, or 124 when
+# the watchdog ended it (its last line says why). The CPU of the scenario's test nodes goes to $RESULTS/<row>.ctr.
 run_molecule() {
   local s=$1 limit=$2
   shift 2
   set -o pipefail
   # shellcheck disable=SC2016  # expanded by the inner bash
-  timeout -k 30 "$limit" bash -c '
+  python3 scripts/watchdog.py --idle "${MOLECULE_IDLE:-600}" --max "$limit" --containers "$s-" \
+    --cpu-file "$RESULTS/$(slug "molecule: $s").ctr" -- bash -c '
     # --destroy never (a producer) also skips the first destroy, which resets molecule'"'"'s state of the
     # scenario: without it, a killed earlier run'"'"'s state says "created" and create is skipped.
     if [[ " $* " == *" --destroy never "* ]]; then molecule destroy -s "$0" || exit; fi
@@ -244,9 +263,10 @@ run_scenario() {
   [[ -n $(produced_nodes "$s") ]] && opts=(--destroy never)
   check "$name" run_molecule "$s" "$limit" "${opts[@]}"
   rc=$?
-  if [[ $rc -eq 124 || $rc -eq 137 ]]; then
-    record "$name" FAIL "$limit" "ran out of time (limit ${limit} s) in $(where_it_stopped "$LOGS/$file.log"); nodes removed"
-    echo "[test] molecule: $s ran out of time (${limit} s); its nodes are removed, no retry"
+  if [[ $rc -eq 124 ]]; then
+    IFS=$'\t' read -r _n _st secs _detail <"$RESULTS/$file.tsv"
+    record "$name" FAIL "$secs" "$(grep -o '\[watchdog\] .*' "$LOGS/$file.log" | tail -n 1) in $(where_it_stopped "$LOGS/$file.log"); nodes removed"
+    echo "[test] molecule: $s was ended by the watchdog; its nodes are removed, no retry"
   elif [[ $rc -eq 0 && -n $(produced_nodes "$s") ]]; then
     local t0 pids=() failed=0
     t0=$(date +%s)
@@ -273,18 +293,20 @@ run_scenario() {
   remove_instances "$s"
   return $rc
 }
-export -f run_scenario scenario_limit remove_instances check record slug summary_of cpu_of produced_nodes producer_of converged_image \
+export -f run_scenario scenario_limit remove_instances check record slug summary_of cpu_of nodes_cpu_of produced_nodes producer_of converged_image \
   converged_var where_it_stopped stamp_steps run_molecule
 RUN_TAG=run-$START
-export RESULTS LOGS RUN_TAG
+export RESULTS LOGS RUN_TAG CAL_FACTOR
 # The previous run's converged nodes.
 podman images --format '{{.Repository}}:{{.Tag}}' | grep '^localhost/baremetal-gpu-converged-' \
   | xargs -r podman rmi -f >/dev/null 2>&1
 
 molecule_stage() {
-  bash scripts/build-images.sh >"$LOGS/images.log" 2>&1
-  cat "$LOGS/images.log"
-  scenarios=()
+  # The image build is a CPU-bound job of its own: beside the foreground only when there is a core for it.
+  while (( $(nproc) < 2 )) && [[ ! -e $FOREGROUND_DONE ]]; do sleep 5; done
+  # The test nodes a scenario's platforms use (localhost/baremetal-gpu-<node>; the nodes of the OS matrix).
+  nodes_of() { grep -o 'baremetal-gpu-[a-z0-9]*' "molecule/$1/molecule.yml" | sort -u | sed 's/^baremetal-gpu-//'; }
+  selected=()
   for f in molecule/*/molecule.yml; do
     s=$(basename "$(dirname "$f")")
     if [[ -n ${ONLY_SCENARIOS:-} && " $ONLY_SCENARIOS " != *" $s "* ]]; then
@@ -297,12 +319,21 @@ molecule_stage() {
     if [[ ${SKIP_MOLECULE:-0} == 1 ]]; then
       record "molecule: $s" "NOT RUN" 0 "SKIP_MOLECULE=1"; continue
     fi
+    selected+=("$s")
+  done
+  # Only the nodes the selected scenarios use are built.
+  mapfile -t wanted < <(for s in "${selected[@]}"; do nodes_of "$s"; done | sort -u)
+  if ((${#wanted[@]})); then
+    bash scripts/build-images.sh "${wanted[@]}" >"$LOGS/images.log" 2>&1
+    cat "$LOGS/images.log"
+  fi
+  scenarios=()
+  for s in "${selected[@]}"; do
     reason=""
-    # The test nodes the scenario's platforms use (localhost/baremetal-gpu-<node>; the nodes of the OS matrix).
     while read -r node; do
       st=$(image_status "$node")
       [[ $st == ok ]] || reason="$node node: $st"
-    done < <(grep -o 'baremetal-gpu-[a-z0-9]*' "$f" | sort -u | sed 's/^baremetal-gpu-//')
+    done < <(nodes_of "$s")
     if [[ -n $reason ]]; then
       record "molecule: $s" "NOT RUN" 0 "$reason"
       continue
@@ -310,17 +341,11 @@ molecule_stage() {
     scenarios+=("$s")
   done
 
-  # The order of the lanes (two lanes take the next runnable scenario in this order). The DKMS builds
-  # are the cost (CPU: docs/benchmarks.md), one per scenario: the two producers (nvidia_driver and
-  # nvidia_driver_debian12) first, their consumers as soon as they are done, the two other DKMS scenarios
-  # (releases, jammy) spread between scenarios without a build. A scenario whose producers have not all
-  # finished is passed over until they have (scripts/run-scenarios.py); scenarios not listed here run last,
-  # in name order.
-  # ci18 (beside stress-ng): jammy, started late, was the tail; the DKMS scenarios now come before the consumers'
-  # second half, and the short scenarios fill the end. nvidia_driver_next_kernel (two DKMS builds for the next
-  # kernel, Debian 12 and Ubuntu 24.04) starts after jammy's build, beside scenarios without one (ci21: started
-  # beside releases and jammy, three builds at once cut releases at 1200 s).
-  # The tail, longest first (ci32: mismatch, started after rke2 and batching, ran its last 3 minutes alone).
+  # The order in which the lanes take the scenarios. The DKMS builds are the cost (CPU: docs/benchmarks.md): the
+  # two producers (nvidia_driver and nvidia_driver_debian12) first, their consumers as soon as they are done, the other
+  # DKMS scenarios spread between scenarios without a build, the short ones at the end. A scenario whose producers
+  # have not all finished is passed over until they have (scripts/run-scenarios.py); scenarios not listed here run
+  # last, in name order.
   LANE_ORDER="nvidia_driver nvidia_driver_debian12 container_toolkit nvidia_driver_releases upgrade_driver nvidia_driver_jammy uninstall nvidia_driver_next_kernel maintenance_kill execution_environment nvidia_driver_switch nvidia_driver_mismatch rke2_nvidia_runtime gpu_nodes_batching preflight"
   ordered=()
   for s in $LANE_ORDER; do
@@ -336,8 +361,8 @@ molecule_stage() {
   if ((${#ordered[@]})); then
     # Two lanes beside the foreground checks, three once they are done (their CPU is free then: ci of 2026-11-26,
     # the lanes ran 25 minutes alone after the foreground).
-    python3 scripts/run-scenarios.py --jobs "${MOLECULE_JOBS:-2}" --more-jobs "${MOLECULE_JOBS_AFTER:-3}" \
-      --when-exists "$FOREGROUND_DONE" --deps "${deps[@]}" -- "${ordered[@]}"
+    python3 scripts/run-scenarios.py --cores "$(nproc)" --foreground-done "$FOREGROUND_DONE" \
+      --jobs-log "$RESULTS/.jobs" --deps "${deps[@]}" -- "${ordered[@]}"
   fi
 
 }
@@ -366,7 +391,7 @@ charts_row="charts: helm template + schemas"
 if [[ -z $BAREMETAL_GPU_CHART_DIR ]]; then
   record "$charts_row" "NOT RUN" 0 "no chart directory: set BAREMETAL_GPU_CHART_DIR (default ../shared/charts, absent here)"
 elif check "$charts_row" python3 -m pytest -p no:cacheprovider -q -rs tests/integration/test_charts.py \
-    && grep -qE '^[0-9]+ skipped in ' "$LOGS/$(slug "$charts_row").log"; then
+    && grep -qE '^[0-9]+ skipped in ' "$LOGS/$(slug "$charts_row").log" 2>/dev/null; then
   record "$charts_row" "NOT RUN" 0 "$(grep -m1 -o 'NOT RUN: .*' "$LOGS/$(slug "$charts_row").log")"
 fi
 check "collection build and install" bash scripts/check-build.sh
@@ -376,33 +401,45 @@ check "docs lint (antsibull-docs)" bash scripts/check-docs.sh
 check "galaxy import (galaxy-importer)" bash scripts/check-galaxy.sh
 # requires_ansible tested at its lower bound too (issue 21 item 6): units + sanity with the lowest ansible-core
 # meta/runtime.yml claims, in a venv of its own (the highest is the .venv of the rows above).
-check "ansible-core range: units + sanity with the lowest claimed" bash scripts/check-core-range.sh
+check "ansible-core range: units + import/compile with the lowest claimed" bash scripts/check-core-range.sh
 touch "$FOREGROUND_DONE"
 [[ -n $MOLECULE_PID ]] && wait "$MOLECULE_PID"
 
 # ---- summary ----------------------------------------------------------------
-pass=0; fail=0; notrun=0; cpu_total=0
+[[ -n $LOAD_PID ]] && kill "$LOAD_PID" 2>/dev/null
+pass=0; fail=0; notrun=0; cpu_total=0; nodes_total=0
 summary=$RESULTS/summary.md
 {
   echo
-  echo "| check | result | seconds | CPU s | detail |"
-  echo "|---|---|---|---|---|"
+  echo "| check | result | seconds | CPU s (host) | CPU s (nodes) | detail |"
+  echo "|---|---|---|---|---|---|"
 } >"$summary"
 for r in "$RESULTS"/*.tsv; do
   IFS=$'\t' read -r name status secs detail <"$r"
   case $status in PASS) pass=$((pass+1));; FAIL) fail=$((fail+1));; *) notrun=$((notrun+1));; esac
   cpu=$(cpu_of "$name")
+  nodes=$(nodes_cpu_of "$name")
   [[ $cpu == - ]] || cpu_total=$((cpu_total + cpu))
-  echo "| $name | $status | $secs | $cpu | $detail |" >>"$summary"
+  nodes_total=$((nodes_total + nodes))
+  echo "| $name | $status | $secs | $cpu | $nodes | $detail |" >>"$summary"
 done
 total=$(( $(date +%s) - START ))
+read -r busy_end _ < <(stat_cpu)
+machine_cpu=$(( (busy_end - BUSY_START) / $(getconf CLK_TCK) ))
+checks_cpu=$((cpu_total + nodes_total))
 {
   printf '\nTotal time: %s s (%d min %02d s) of the %s s budget (%d %%). Logs: .cache/logs/\n' \
     "$total" $((total / 60)) $((total % 60)) "$BUDGET" $((100 * total / BUDGET))
-  printf 'CPU of the checks: %s s (user + system, the processes each check waited for), against %s s of %s cores for the whole run.\n' \
-    "$cpu_total" $((total * $(nproc))) "$(nproc)"
-  printf 'Load average (1, 5, 15 min) at the start: %s; at the end: %s. %s cores.\n' \
-    "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
+  printf 'CPU of the checks: %s s (host %s: the processes each check waited for; nodes %s: the test nodes'"'"' own cgroups), %s s on the reference scale (calibration %s s, factor %s).\n' \
+    "$checks_cpu" "$cpu_total" "$nodes_total" "$(awk -v c="$checks_cpu" -v f="$CAL_FACTOR" 'BEGIN { printf "%.0f", c * f }')" \
+    "$CALIBRATION" "$CAL_FACTOR"
+  printf 'The machine was busy %s s of %s s (%s cores) during the run: %s s not in any row (the harness, the package cache, other work on the machine).\n' \
+    "$machine_cpu" $((total * $(nproc))) "$(nproc)" $((machine_cpu - checks_cpu))
+  printf 'CPU-bound jobs at once (foreground included): at most %s on %s cores.\n' \
+    "$(awk -F'\t' 'BEGIN { m = 0 } $3 > m { m = $3 } END { print m }' "$RESULTS/.jobs" 2>/dev/null || echo 0)" "$(nproc)"
+  printf 'Load average (1 min): at the start %s, mean %s, highest %s (sampled each minute); at the end %s.\n' \
+    "${LOAD_START%% *}" "$(awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print "-" }' "$RESULTS/.load" 2>/dev/null)" \
+    "$(sort -g "$RESULTS/.load" 2>/dev/null | tail -n 1)" "$(cut -d' ' -f1 /proc/loadavg)"
   printf 'Package cache this run: %s\n' "$(bash scripts/apt-cache.sh stats "$START")"
   ((total > BUDGET)) && printf 'OVER BUDGET: %s s > %s s\n' "$total" "$BUDGET"
 } >>"$summary"
