@@ -3,6 +3,18 @@
 #
 #   benchmarks/bench_nvidia_driver.sh [debian12|debian13|ubuntu2204|ubuntu2404]   (default debian12)
 #   BENCH_SCOPE=host-layer benchmarks/bench_nvidia_driver.sh debian12
+#   BENCH_CONNECTION=podman benchmarks/bench_nvidia_driver.sh ubuntu2404   (default podman_nsenter)
+#   BENCH_COLLECTIONS_PATH=/tmp/head benchmarks/bench_nvidia_driver.sh ubuntu2404
+#
+# BENCH_COLLECTIONS_PATH: a collections path searched first (ansible_collections/baremetal/gpu there, e.g. another
+# commit's tree from git archive), to measure another tree the same way on the same machine.
+#
+# BENCH_CONNECTION: podman_nsenter (default; the connection the molecule scenarios use,
+# tests/molecule_plugins/connection, a few milliseconds per command) or podman (containers.podman.podman,
+# about 0.35 s per podman process, as the figures in docs/benchmarks.md before 2026-11-28 were taken).
+# Each role run is profiled task by task (benchmarks/task_profile, a callback that prints nothing): the
+# table is followed by the TOP (default 15) tasks by wall time of the converge and of the rerun.
+# BENCH_KEEP=<dir> keeps the runs' logs and task profiles there.
 #
 # BENCH_SCOPE=role (default) runs the nvidia_driver role alone; BENCH_SCOPE=host-layer runs
 # playbooks/gpu_nodes.yml with the lab's group_vars and skip tags (nvidia_repo: NVIDIA's
@@ -15,12 +27,13 @@
 #         --no-install-recommends of the packages the role installs with its defaults there
 #         (DKMS builds; on ubuntu2404 Canonical's prebuilt open modules, no DKMS)
 #   role: ansible-playbook with baremetal.gpu.nvidia_driver (first converge), then a rerun
-# and prints a table: wall times, the role/bare ratio (goal <= 1.10), the rerun time and its
-# changed count. Takes about 15-20 minutes on 2 cores.
+# and prints a table: wall times, the role/bare ratio, the rerun time and its changed count, the
+# machine's core count and load average. Takes about 15-20 minutes on 2 cores with DKMS, about 4 without.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=/dev/null
 . "$ROOT/scripts/env.sh"
+if [ -n "${BENCH_COLLECTIONS_PATH:-}" ]; then export ANSIBLE_COLLECTIONS_PATH="$BENCH_COLLECTIONS_PATH:$ANSIBLE_COLLECTIONS_PATH"; fi
 NODE="${1:-debian12}"
 IMAGE="localhost/baremetal-gpu-${NODE}:latest"
 BARE="bench-nvd-bare-$NODE"
@@ -47,6 +60,7 @@ case "$NODE" in
     ;;
   *) echo "unknown node $NODE (debian12, debian13, ubuntu2204 or ubuntu2404)" >&2; exit 2 ;;
 esac
+PKGS="$(echo "$PKGS" | tr -s ' \n' '  ')"   # one line: a newline would end the apt-get command in bash -c below
 
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
@@ -62,11 +76,18 @@ case "$NODE" in
   *) KPKGS="linux-headers-$KVER" ;;
 esac
 
+case "${BENCH_CONNECTION:-podman_nsenter}" in
+  podman_nsenter) CONNECTION=podman_nsenter ;;
+  podman) CONNECTION=containers.podman.podman ;;
+  *) echo "unknown BENCH_CONNECTION ${BENCH_CONNECTION} (podman_nsenter or podman)" >&2; exit 2 ;;
+esac
+export ANSIBLE_CONNECTION_PLUGINS="$ROOT/tests/molecule_plugins/connection" ANSIBLE_PIPELINING=true
+export ANSIBLE_CALLBACK_PLUGINS="$ROOT/benchmarks/task_profile" ANSIBLE_CALLBACKS_ENABLED=task_profile
 cat > "$WORK/inventory.yml" <<INV
 all:
   hosts:
     $ROLE:
-      ansible_connection: containers.podman.podman
+      ansible_connection: $CONNECTION
       ansible_python_interpreter: /usr/bin/python3
 INV
 SCOPE="${BENCH_SCOPE:-role}"
@@ -91,6 +112,7 @@ PLAY
   *) echo "unknown BENCH_SCOPE $SCOPE (role or host-layer)" >&2; exit 2 ;;
 esac
 
+LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 # Bare: the same components on the node's own mirror (keeping its Signed-By), then one apt-get install.
 t0="$(now)"
 podman exec "$BARE" bash -c "
@@ -111,29 +133,37 @@ podman exec "$BARE" bash -c "
   fi
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $KPKGS $PKGS >/dev/null
-" > "$WORK/bare.log" 2>&1
+" > "$WORK/bare.log" 2>&1 || { echo "the bare install failed:"; tail -20 "$WORK/bare.log"; exit 1; }
 t1="$(now)"
 BARE_S="$(secs "$t0" "$t1")"
-BARE_DKMS="$(podman exec "$BARE" dkms status 2>/dev/null | tr '\n' ' ')"
+BARE_DKMS="$(podman exec "$BARE" dkms status 2>/dev/null | tr "\n" " " || true)"
 
 t0="$(now)"
-ANSIBLE_STDOUT_CALLBACK=ansible.builtin.default ansible-playbook -i "$WORK/inventory.yml" "$PLAYBOOK" "${PLAY_ARGS[@]}" > "$WORK/role1.log" 2>&1
+TASK_PROFILE_LOG="$WORK/converge.jsonl" ANSIBLE_STDOUT_CALLBACK=ansible.builtin.default ansible-playbook -i "$WORK/inventory.yml" "$PLAYBOOK" "${PLAY_ARGS[@]}" > "$WORK/role1.log" 2>&1 || { echo "the converge failed:"; tail -30 "$WORK/role1.log"; }
 t1="$(now)"
 ROLE_S="$(secs "$t0" "$t1")"
 ROLE_CHANGED="$(sed -n "s/^$ROLE *: .*changed=\([0-9]*\).*/\1/p" "$WORK/role1.log")"
 
 t0="$(now)"
-ansible-playbook -i "$WORK/inventory.yml" "$PLAYBOOK" "${PLAY_ARGS[@]}" > "$WORK/role2.log" 2>&1
+TASK_PROFILE_LOG="$WORK/rerun.jsonl" ansible-playbook -i "$WORK/inventory.yml" "$PLAYBOOK" "${PLAY_ARGS[@]}" > "$WORK/role2.log" 2>&1 || { echo "the rerun failed:"; tail -30 "$WORK/role2.log"; }
 t1="$(now)"
 RERUN_S="$(secs "$t0" "$t1")"
 RERUN_CHANGED="$(sed -n "s/^$ROLE *: .*changed=\([0-9]*\).*/\1/p" "$WORK/role2.log")"
-ROLE_DKMS="$(podman exec "$ROLE" dkms status 2>/dev/null | tr '\n' ' ')"
+ROLE_DKMS="$(podman exec "$ROLE" dkms status 2>/dev/null | tr "\n" " " || true)"
 RATIO="$(awk -v r="$ROLE_S" -v b="$BARE_S" 'BEGIN { printf "%.2f", r / b }')"
+RERUN_RATIO="$(awk -v r="$RERUN_S" -v b="$BARE_S" 'BEGIN { printf "%.2f", r / b }')"
+LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo
-echo "nvidia_driver benchmark ($SCOPE): $NODE node ($IMAGE), kernel $KVER, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $(uname -r)"
-printf '| %-44s | %10s | %s\n' "Run" "Wall (s)" "Notes"
-printf '| %-44s | %10s | %s\n' "bare apt-get update + install (same packages)" "$BARE_S" "dkms: $BARE_DKMS"
-printf '| %-44s | %10s | %s\n' "role, first converge" "$ROLE_S" "changed=$ROLE_CHANGED; dkms: $ROLE_DKMS"
-printf '| %-44s | %10s | %s\n' "role, idempotent rerun" "$RERUN_S" "changed=$RERUN_CHANGED"
-printf '| %-44s | %10s | %s\n' "ratio role / bare (goal <= 1.10)" "$RATIO" ""
+echo "nvidia_driver benchmark ($SCOPE, connection $CONNECTION, collection $(ansible-galaxy collection list baremetal.gpu 2>/dev/null | awk '/^# /{print $2; exit}')): $NODE node ($IMAGE), kernel $KVER, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "machine: nproc $(nproc), $(uname -r), load average before $LOAD_BEFORE, after $LOAD_AFTER"
+printf '| %-44s | %10s | %6s | %s\n' "Run" "Wall (s)" "Ratio" "Notes"
+printf '| %-44s | %10s | %6s | %s\n' "bare apt-get update + install (same packages)" "$BARE_S" "1.00" "dkms: $BARE_DKMS"
+printf '| %-44s | %10s | %6s | %s\n' "role, first converge (goal ratio <= 1.5)" "$ROLE_S" "$RATIO" "changed=$ROLE_CHANGED; dkms: $ROLE_DKMS"
+printf '| %-44s | %10s | %6s | %s\n' "role, no-op rerun (goal <= 20 s)" "$RERUN_S" "$RERUN_RATIO" "changed=$RERUN_CHANGED"
+for run in converge rerun; do
+  echo
+  echo "== $run: top tasks by wall time =="
+  python3 "$ROOT/benchmarks/task_profile/summarize.py" "$WORK/$run.jsonl" "${TOP:-15}" | sed -n '/^seconds/,$p'
+done
+if [ -n "${BENCH_KEEP:-}" ]; then mkdir -p "$BENCH_KEEP" && cp "$WORK"/*.log "$WORK"/*.jsonl "$BENCH_KEEP"/; fi
