@@ -45,9 +45,9 @@ def supported_os():
     return ', '.join(support().supported_os_keys())
 
 
-# Every Python an ansible-playbook of the tests starts (its modules' above all) loads
-# bytecode_cache/sitecustomize.py: the module_utils a module imports from its AnsiballZ zip are compiled once per
-# test session instead of once per module run (about a third of a module run's CPU); see that file.
+# Every Python an ansible-playbook of the tests starts (its modules' above all) loads tests/images/sitecustomize.py
+# (the test nodes carry the same file): the module_utils a module imports from its AnsiballZ zip are compiled once
+# per test session instead of once per module run (about a third of a module run's CPU); see that file.
 BYTECODE_CACHE = tempfile.mkdtemp(prefix="baremetal-gpu-module-bytecode-")
 atexit.register(shutil.rmtree, BYTECODE_CACHE, True)
 
@@ -55,7 +55,7 @@ atexit.register(shutil.rmtree, BYTECODE_CACHE, True)
 def ansible_env(extra=None):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.join(os.path.dirname(os.path.abspath(__file__)), "bytecode_cache")]
+        [os.path.join(ROOT, "tests", "images")]
         + [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry])
     env["BAREMETAL_TEST_BYTECODE_CACHE"] = BYTECODE_CACHE
     env.update({

@@ -5,7 +5,9 @@ module_utils it imports from its zip again: about 0.3 of its 0.4 CPU-seconds. Th
 $BAREMETAL_TEST_BYTECODE_CACHE, keyed by the hash of the source, the Python version and the optimization level, so
 the code a module runs is always compiled from its own source; each code object gets the file name of the zip it is
 imported from, as a plain compile gives it. Loaded by every Python an ansible-playbook of the integration tests
-starts (conftest.ansible_env puts this folder on PYTHONPATH); without the variable, nothing changes.
+starts (conftest.ansible_env puts this folder on PYTHONPATH), and by every Python the test nodes run through their
+connection (the Containerfile copies it in and sets both variables: a scenario runs hundreds of modules on each
+node); without the variable, nothing changes.
 """
 import os
 import sys
