@@ -40,34 +40,13 @@ def load_yaml(path):
         return yaml.safe_load(handle)
 
 
-def lint_rerun_reason():
-    """The reason to accept the importer's ansible-lint timeout, or None.
-
-    check-galaxy.sh sets GALAXY_LINT_RERUN to OUTPUT_FILE:RC of the importer's own ansible-lint command,
-    rerun without the importer's fixed 180 s limit; only a clean rerun (rc 0, no violation) counts.
-    """
-    value = os.environ.get("GALAXY_LINT_RERUN", "")
-    if not value:
-        return None
-    path, rc = value.rsplit(":", 1)
-    with open(path) as handle:
-        violations = [line for line in handle.read().splitlines() if line.strip()]
-    if rc != "0" or violations:
-        return None
-    return ("the importer's fixed 180 s limit for ansible-lint ran out on this loaded machine; the importer's "
-            "own ansible-lint command, rerun on the same content without the limit, found nothing")
-
-
 def log_problems(log_text):
     problems = []
     accepted = []
-    timeout_reason = lint_rerun_reason()
     if "Importer processing completed successfully" not in log_text:
         problems.append("the importer did not say 'Importer processing completed successfully'")
     for line in log_text.splitlines():
-        if line == "ERROR: Timeout on call to ansible-lint" and timeout_reason:
-            accepted.append("%s (accepted: %s)" % (line, timeout_reason))
-        elif line.startswith("ERROR:") or line.startswith("CRITICAL:"):
+        if line.startswith("ERROR:") or line.startswith("CRITICAL:"):
             problems.append("importer error: %s" % line)
         elif line.startswith("WARNING:"):
             reasons = [reason for pattern, reason in ALLOWED_WARNINGS if re.search(pattern, line)]

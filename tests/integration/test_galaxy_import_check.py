@@ -50,12 +50,12 @@ def result(module_docs=True):
     }
 
 
-def run(tmp_path, data, log, filters=("baremetal.gpu.driver_plan",), rerun=None):
+def run(tmp_path, data, log, filters=("baremetal.gpu.driver_plan",)):
     root = collection(tmp_path)
     (tmp_path / "result.json").write_text(json.dumps(data))
     (tmp_path / "importer.log").write_text(log)
     (tmp_path / "filters.json").write_text(json.dumps(list(filters)))
-    env = dict(os.environ, GALAXY_LINT_RERUN=rerun or "")
+    env = dict(os.environ)
     return subprocess.run([sys.executable, SCRIPT, str(tmp_path / "result.json"), str(tmp_path / "importer.log"),
                            str(root), str(tmp_path / "filters.json")],
                           capture_output=True, text=True, env=env, check=False)
@@ -99,16 +99,3 @@ def test_wrong_requires_ansible_fails(tmp_path):
     res = run(tmp_path, data, DONE)
     assert res.returncode == 1
     assert "requires_ansible read as '>=2.19.0,<2.20.0', meta/runtime.yml says '>=2.17.0,<2.20.0'" in res.stdout
-
-
-def test_lint_timeout_accepted_only_after_a_clean_rerun(tmp_path):
-    log = "ERROR: Timeout on call to ansible-lint\n" + DONE
-    assert run(tmp_path, result(), log).returncode == 1
-    clean = tmp_path / "rerun.out"
-    clean.write_text("")
-    res = run(tmp_path, result(), log, rerun="%s:0" % clean)
-    assert res.returncode == 0, res.stdout
-    assert "accepted: the importer's fixed 180 s limit for ansible-lint ran out" in res.stdout
-    dirty = tmp_path / "rerun-dirty.out"
-    dirty.write_text("playbooks/verify.yml:3:1: syntax-check[unknown-module]: couldn't resolve module\n")
-    assert run(tmp_path, result(), log, rerun="%s:2" % dirty).returncode == 1
