@@ -8,7 +8,9 @@ A rule is a mapping:
     var      the variable the rule checks (its value is values[var]; None when unset)
     check    the kind of check, one of KINDS
     message  the refusal; ``{value}`` is replaced by the value as Jinja's ``~`` writes it (a ``renamed`` rule
-             may leave it out: its message is written from ``var`` and ``to``)
+             may leave it out: its message is written from ``var`` and ``to``), ``{type}`` by its type. The value of
+             a variable that can hold a secret (SECRET: a kubeconfig, a token, a password...) is never written:
+             check_rules refuses ``{value}`` in its message, and errors() writes only its type in its place
     ...      the kind's own keys (pattern, min, max, trim, positive, ok)
     empty_ok an empty or unset value passes; none_ok: an unset (null) value passes
 
@@ -37,6 +39,9 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 KINDS = ('regex', 'absolute_path', 'not_empty', 'int_min', 'int_range', 'digits', 'one_of', 'removed', 'renamed', 'ok')
 RENAMED = '%s was renamed %s: rename it in the inventory (got "{value}")'
+RENAMED_SECRET = '%s was renamed %s: rename it in the inventory (got a value of type {type})'
+# Variables whose value can hold a secret: a kubeconfig given inline (its token), a password, a token, a key.
+SECRET = re.compile(r'(kubeconfig|token|password|passwd|secret|credential|private_key|api_key)', re.I)
 _DIGITS = re.compile(r'^[0-9]+$')
 
 
@@ -59,6 +64,16 @@ def jinja_int(value):
 def as_text(value):
     """The value as Jinja's ``~`` and ``string`` write it (None as "None")."""
     return value if isinstance(value, str) else str(value)
+
+
+def type_name(value):
+    """The value's type as Jinja's ``type_debug`` writes it (str, int, dict, list, NoneType...)."""
+    return type(value).__name__
+
+
+def secret(var):
+    """Whether a variable's value can hold a secret, so that no message may show it."""
+    return SECRET.search(var or '') is not None
 
 
 def _empty(value):
@@ -108,6 +123,9 @@ def check_rules(rules):
         for key in needs.get(rule['check'], ()):
             if key not in rule:
                 raise RuleError('the %s rule for %s needs %s' % (rule['check'], rule['var'], key))
+        if secret(rule['var']) and '{value}' in (rule.get('message') or ''):
+            raise RuleError('the message of the rule for %s shows its value, which can hold a secret: write {type}'
+                            % rule['var'])
 
 
 def errors(rules, values):
@@ -119,6 +137,8 @@ def errors(rules, values):
     for rule in rules:
         value = values.get(rule['var'])
         if not passes(rule, value):
-            message = rule.get('message') or RENAMED % (rule['var'], rule['to'])
-            out.append(message.replace('{value}', as_text(value)))
+            hidden = secret(rule['var'])
+            message = rule.get('message') or (RENAMED_SECRET if hidden else RENAMED) % (rule['var'], rule['to'])
+            shown = ('(a value of type %s, not shown)' % type_name(value)) if hidden else as_text(value)
+            out.append(message.replace('{value}', shown).replace('{type}', type_name(value)))
     return out

@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import collections
 import os
+import re
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 # The roles that run on the nodes: scripts/role-docs.py's HOST_ROLES (read from there) and verify.
@@ -187,3 +188,92 @@ def test_every_play_that_talks_to_the_api_sets_the_connection():
                 missing += ['playbooks/%s: %s' % (name, play) for play in plays_without_connection(yaml.safe_load(handle))]
     assert missing == [], 'plays that talk to the API without module_defaults for %s:\n%s' % (
         CONNECTION_GROUP, '\n'.join(missing))
+
+
+# A secret never reaches a command line: every user of a node can read a process's arguments (/proc/<pid>/cmdline),
+# and a shell that is handed a secret through its environment puts it on the command lines it builds. A command
+# task passes a secret on its standard input (stdin) or in a file written 0600.
+SECRET_NAME = re.compile(r'[a-z0-9_]*(?:kubeconfig|token|password|passwd|secret|credential|private_key|api_key)[a-z0-9_]*')
+COMMAND_MODULES = ('ansible.builtin.command', 'ansible.builtin.shell', 'ansible.builtin.raw', 'command', 'shell', 'raw')
+
+
+def secrets_on_command_lines(tasks, where):
+    """'where: task name: variable' for each command or shell task whose command line (argv, cmd, the free form)
+    names a secret-bearing variable inside a Jinja expression, or a shell task that gets one through environment."""
+    found = []
+    for task in tasks_in(tasks):
+        for module in COMMAND_MODULES:
+            if module not in task:
+                continue
+            args = task[module]
+            parts = [args] if isinstance(args, str) else [args.get('cmd'), args.get('_raw_params')] + list(args.get('argv') or [])
+            if module.endswith(('shell', 'raw')):
+                parts += list((task.get('environment') or {}).values()) if isinstance(task.get('environment'), dict) else []
+            for part in parts:
+                for expression in re.findall(r'\{\{(.*?)\}\}', str(part or ''), re.S):
+                    found += ['%s: %s: %s' % (where, task.get('name'), name) for name in SECRET_NAME.findall(expression)
+                              if not name.endswith(('_dir', '_path', '_file'))]
+    return found
+
+
+def test_the_secret_check_finds_a_password_on_a_command_line():
+    tasks = [{'name': 'x', 'block': [{'name': 'pw', 'ansible.builtin.shell': {'cmd': 'tool --pw="$PW"'},
+                                      'environment': {'PW': '{{ nvidia_driver_mok_password }}'}}]},
+             {'name': 'argv', 'ansible.builtin.command': {'argv': ['tool', '{{ some_api_token }}']}},
+             {'name': 'fine', 'ansible.builtin.command': {'argv': ['tool'], 'stdin': '{{ nvidia_driver_mok_password }}'}}]
+    assert [f.split(': ', 1)[1] for f in secrets_on_command_lines(tasks, 'f')] == [
+        'pw: nvidia_driver_mok_password', 'argv: some_api_token']
+
+
+def test_no_role_task_puts_a_secret_on_a_command_line():
+    import yaml   # ansible-core's own requirement; imported here so that the other tests need nothing
+    found = []
+    for role in sorted(os.listdir(os.path.join(ROOT, 'roles'))):
+        folder = os.path.join(ROOT, 'roles', role, 'tasks')
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            with open(os.path.join(folder, name), encoding='utf-8') as handle:
+                found += secrets_on_command_lines(yaml.safe_load(handle), '%s/tasks/%s' % (role, name))
+    assert found == [], 'secrets on command lines (pass them on stdin):\n' + '\n'.join(found)
+
+
+def role_tags(role):
+    """Every tag a task (or block) of the role's task files carries, but always and never."""
+    import yaml   # ansible-core's own requirement
+    tags = set()
+    folder = os.path.join(ROOT, 'roles', role, 'tasks')
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), encoding='utf-8') as handle:
+            for task in tasks_in(yaml.safe_load(handle)):
+                value = task.get('tags') or []
+                tags.update([value] if isinstance(value, str) else value)
+    return tags - {'always', 'never'}
+
+
+def unreachable_role_tags(playbook_tasks, where):
+    """'where: role: tag' for each tag of a role that a playbook includes (include_role of its main entry point,
+    with tags of its own) but whose include does not carry that tag: ``--tags <tag>`` would run nothing of it."""
+    found = []
+    for task in tasks_in(playbook_tasks):
+        include = task.get('ansible.builtin.include_role')
+        tags = task.get('tags') or []
+        if not isinstance(include, dict) or include.get('tasks_from') or 'always' in tags:
+            continue
+        role = include['name'].split('.')[-1]
+        if not os.path.isdir(os.path.join(ROOT, 'roles', role, 'tasks')):
+            continue
+        found += ['%s: %s: %s' % (where, role, tag) for tag in sorted(role_tags(role) - set(tags))]
+    return found
+
+
+def test_every_role_tag_is_reachable_through_the_playbooks():
+    import yaml   # ansible-core's own requirement
+    found = []
+    for name in sorted(os.listdir(os.path.join(ROOT, 'playbooks'))):
+        if not name.endswith('.yml'):
+            continue
+        with open(os.path.join(ROOT, 'playbooks', name), encoding='utf-8') as handle:
+            plays = yaml.safe_load(handle) or []
+        for play in plays:
+            for key in ('pre_tasks', 'tasks', 'post_tasks'):
+                found += unreachable_role_tags(play.get(key), name)
+    assert found == [], 'role tags that --tags cannot reach through the playbooks:\n' + '\n'.join(found)

@@ -128,3 +128,48 @@ def test_one_of_and_ok_as_text():
     assert one(dict(rule, lower=False), 'Auto') != []
     # Where templating returns the condition's text (non-native templating), it is read as a boolean.
     assert one({'check': 'ok', 'ok': 'True'}, 'x') == [] and one({'check': 'ok', 'ok': 'False'}, 'x') != []
+
+
+KUBECONFIG = {'apiVersion': 'v1', 'kind': 'Config', 'users': [{'name': 'admin', 'user': {'token': 'sekret-token-123'}}]}
+
+
+def test_a_secret_value_is_never_written_only_its_type():
+    # A kubeconfig pasted where its path belongs: the refusal says the type, never the token.
+    rule = {'var': 'cluster_kubeconfig', 'check': 'absolute_path', 'none_ok': True,
+            'message': 'cluster_kubeconfig must be an absolute path, got a value of type {type}'}
+    got = input_rules.errors([rule], {'cluster_kubeconfig': KUBECONFIG})
+    assert got == ['cluster_kubeconfig must be an absolute path, got a value of type dict']
+    # A renamed secret-bearing variable: its message is written without the value.
+    renamed = {'var': 'upgrade_kubeconfig', 'check': 'renamed', 'to': 'cluster_kubeconfig'}
+    got = input_rules.errors([renamed], {'upgrade_kubeconfig': KUBECONFIG})
+    assert got == ['upgrade_kubeconfig was renamed cluster_kubeconfig: rename it in the inventory (got a value of type '
+                   'dict)']
+    # A maintainer who writes {value} into a secret's message is refused before any check runs.
+    with pytest.raises(input_rules.RuleError, match='can hold a secret'):
+        input_rules.errors([dict(rule, message='got {value}')], {'cluster_kubeconfig': 'x'})
+    assert input_rules.secret('nvidia_driver_mok_password') and input_rules.secret('x_api_token')
+    assert not input_rules.secret('container_toolkit_gpg_key_url') and not input_rules.secret('nvidia_driver_branch')
+
+
+def test_no_rule_table_of_any_role_shows_a_secret_value():
+    """Every rule table of every role (vars/main.yml: each list of rules, __<role>_input_rules and the entry points'
+    own tables), read as data: no rule of a variable that can hold a secret interpolates its value, and every table is
+    one check_rules accepts."""
+    import glob
+    import os
+    import yaml
+    root = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+    tables = 0
+    for path in sorted(glob.glob(os.path.join(root, 'roles', '*', 'vars', 'main.yml'))):
+        with open(path, encoding='utf-8') as handle:
+            data = yaml.safe_load(handle) or {}
+        for name, rules in data.items():
+            if not (name.endswith('_rules') and isinstance(rules, list) and rules
+                    and all(isinstance(r, dict) and 'var' in r and 'check' in r for r in rules)):
+                continue
+            tables += 1
+            for rule in rules:
+                if input_rules.secret(rule.get('var')):
+                    assert '{value}' not in (rule.get('message') or ''), (path, rule['var'])
+            input_rules.check_rules(rules)
+    assert tables >= 12
