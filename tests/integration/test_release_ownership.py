@@ -144,3 +144,29 @@ def test_uninstall_removes_ours(tmp_path):
     assert "is ours: removing it" in out
     assert gone, stub.requests
     assert ("DELETE", path) in stub.requests
+
+
+# The CRDs a chart brings (here the ServiceMonitor CRD, given as the role's CRD list through extra vars, which win over
+# the role's own): deleted with cluster_addons_uninstall_crds only when the release is ours, never with one we leave.
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + SERVICEMONITOR_CRD["metadata"]["name"]
+WITH_CRDS = ("-e", "cluster_addons_uninstall_crds=true",
+             "-e", json.dumps({"_cluster_addons_uninstall_crds": [SERVICEMONITOR_CRD["metadata"]["name"]]}))
+
+
+def test_uninstall_crds_never_for_a_release_that_is_not_ours(tmp_path):
+    path, secret = release_secret({"image": {"tag": "mine"}})
+    with cluster((path, secret)) as stub:
+        res, out = run(tmp_path, stub, UNINSTALL, *WITH_CRDS)
+        kept = CRD_PATH in stub.objects
+    assert res.returncode == 0, out[-4000:]
+    assert "left alone" in out
+    assert kept
+    assert [r for r in stub.requests if r[0] != "GET"] == []
+
+
+def test_uninstall_crds_for_our_release(tmp_path):
+    path, secret = release_secret({"baremetalGpu": {"managedBy": "baremetal.gpu"}})
+    with cluster((path, secret)) as stub:
+        res, out = run(tmp_path, stub, UNINSTALL, *WITH_CRDS)
+    assert res.returncode == 0, out[-4000:]
+    assert ("DELETE", CRD_PATH) in stub.requests, stub.requests
