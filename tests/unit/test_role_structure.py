@@ -121,14 +121,18 @@ def test_the_connection_check_finds_an_option():
     assert connection_options([{'module_defaults': {'kubeconfig': '/k'}, 'block': []}], 'f') == []
 
 
-def test_no_role_task_passes_connection_options():
+def role_task_files():
+    """(where, tasks) of every task file of every role: where is <role>/tasks/<file>."""
     import yaml   # ansible-core's own requirement; imported here so that the other tests need nothing
-    found = []
     for role in sorted(os.listdir(os.path.join(ROOT, 'roles'))):
         folder = os.path.join(ROOT, 'roles', role, 'tasks')
         for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
             with open(os.path.join(folder, name), encoding='utf-8') as handle:
-                found += connection_options(yaml.safe_load(handle), '%s/tasks/%s' % (role, name))
+                yield '%s/tasks/%s' % (role, name), yaml.safe_load(handle)
+
+
+def test_no_role_task_passes_connection_options():
+    found = [f for where, tasks in role_task_files() for f in connection_options(tasks, where)]
     assert found == [], 'connection options in role tasks (use the play\'s module_defaults):\n' + '\n'.join(found)
 
 
@@ -226,13 +230,7 @@ def test_the_secret_check_finds_a_password_on_a_command_line():
 
 
 def test_no_role_task_puts_a_secret_on_a_command_line():
-    import yaml   # ansible-core's own requirement; imported here so that the other tests need nothing
-    found = []
-    for role in sorted(os.listdir(os.path.join(ROOT, 'roles'))):
-        folder = os.path.join(ROOT, 'roles', role, 'tasks')
-        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-            with open(os.path.join(folder, name), encoding='utf-8') as handle:
-                found += secrets_on_command_lines(yaml.safe_load(handle), '%s/tasks/%s' % (role, name))
+    found = [f for where, tasks in role_task_files() for f in secrets_on_command_lines(tasks, where)]
     assert found == [], 'secrets on command lines (pass them on stdin):\n' + '\n'.join(found)
 
 
