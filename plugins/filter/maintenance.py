@@ -42,17 +42,19 @@ def maintenance_remediate_node(facts, api_node=None, remediation=None):
     return maintenance.remediate_node(dict(facts or {}), api_node or None, dict(remediation or {}))
 
 
-def maintenance_plan(hosts, batch_size, max_unavailable, nodes, cluster_nodes=None, what='changed'):
+def maintenance_plan(hosts, batch_size, max_unavailable, nodes, cluster_nodes=None, what='changed',
+                     count_all_nodes=False):
     try:
         return maintenance.plan(batch_size, max_unavailable, list(hosts), dict(nodes or {}),
-                                list(cluster_nodes) if cluster_nodes is not None else None, what=what)
+                                list(cluster_nodes) if cluster_nodes is not None else None, what=what,
+                                count_all_nodes=bool(count_all_nodes))
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
 
 
-def maintenance_gate(batch, host_nodes, disruptive, cluster_nodes, limit):
+def maintenance_gate(batch, host_nodes, disruptive, cluster_nodes, limit, scope=None):
     return maintenance.batch_gate(list(batch), dict(host_nodes or {}), dict(disruptive or {}),
-                                  list(cluster_nodes or []), int(limit))
+                                  list(cluster_nodes or []), int(limit), None if scope is None else list(scope))
 
 
 def maintenance_node_name(cluster_nodes, host, names, addresses=None):

@@ -47,6 +47,8 @@ REASON_ANNOTATION = 'baremetal.gpu/driver-upgrade.reason'
 RUN_ANNOTATION = 'baremetal.gpu/maintenance.run'
 TIME_ANNOTATION = 'baremetal.gpu/maintenance.time'
 HOSTNAME_LABEL = 'kubernetes.io/hostname'
+# GPU Feature Discovery's label of a Node with an NVIDIA GPU.
+GPU_PRESENT_LABEL = 'nvidia.com/gpu.present'
 STATES = ('upgrading', 'done', 'failed')
 GPU_RESOURCE = re.compile(r'^nvidia\.com/(gpu|mig-|gpu\.shared|vgpu)')
 FINISHED_PHASES = ('Succeeded', 'Failed')
@@ -100,14 +102,35 @@ def ours(node):
     return any(labels.get(label) == 'upgrading' for label in STATE_LABELS)
 
 
-def unavailable(cluster_nodes, exclude=(), count_ours=False):
-    """The Nodes of the cluster that are out of service now: unschedulable or NotReady, cluster-wide, whoever
-    took them out, except those named in ``exclude`` and, unless ``count_ours``, those this engine took out
-    itself (``ours``: the plan puts them back through a batch of their own). Returns a sorted list of {name, why}."""
+def gpu_node(node):
+    """Whether a Node is a GPU Node: its capacity or allocatable lists a GPU resource (nvidia.com/gpu, a MIG or shared
+    one) other than 0, or GPU Feature Discovery labelled it nvidia.com/gpu.present=true."""
+    status = (node or {}).get('status') or {}
+    for key in ('capacity', 'allocatable'):
+        for resource, quantity in (status.get(key) or {}).items():
+            if GPU_RESOURCE.match(resource) and str(quantity).strip() not in ('', '0'):
+                return True
+    return str(_labels(node).get(GPU_PRESENT_LABEL, '')).lower() == 'true'
+
+
+def gpu_scope(cluster_nodes, own=()):
+    """The names of the cluster's GPU Nodes (gpu_node) and of the Nodes the inventory's GPU hosts map to (``own``: a
+    GPU host whose driver is not on yet has no GPU capacity), sorted: what the budget is a share of."""
+    names = set(n for n in own if n)
+    names.update(_node_name(n) for n in cluster_nodes or [] if gpu_node(n))
+    return sorted(names)
+
+
+def unavailable(cluster_nodes, exclude=(), count_ours=False, scope=None):
+    """The Nodes of the cluster that are out of service now: unschedulable or NotReady, whoever took them out, except
+    those named in ``exclude`` and, unless ``count_ours``, those this engine took out itself (``ours``: the plan puts
+    them back through a batch of their own). With ``scope`` (Node names: gpu_scope), only those Nodes count; None
+    counts every Node. Returns a sorted list of {name, why}."""
+    scope = None if scope is None else set(scope)
     out = []
     for node in cluster_nodes or []:
         name = _node_name(node)
-        if name in exclude or (ours(node) and not count_ours):
+        if name in exclude or (ours(node) and not count_ours) or (scope is not None and name not in scope):
             continue
         why = []
         if node_unschedulable(node):
@@ -459,23 +482,41 @@ def upgrade_node(facts, api_node, status):
             'disruptive': not skip and not done}
 
 
-def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nodes=None, what='changed'):
+def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nodes=None, what='changed',
+         count_all_nodes=False):
     """THE batch plan of every playbook that can disrupt a GPU node (day 1, a driver change, the uninstall).
 
     ``hosts``: the GPU nodes in inventory order. ``nodes``: host -> node() or upgrade_node() (in_cluster, role,
-    disruptive, skip, node_name). ``cluster_nodes``: every Node object of the cluster (the budget counts them all), or None
-    without a cluster. ``host_nodes``: host -> its Node name (map_node), to tell the inventory's own nodes.
-    Batches, in order: the nodes outside a cluster (those to change in batches of node_maintenance_batch_size, the quiet ones
-    with the first of them; never with a node of a cluster); the quiet nodes of the cluster, all at once (their
-    reboots and restarts are held back); the disruptive RKE2 servers one at a time; the disruptive agents in batches
-    of min(node_maintenance_batch_size, node_maintenance_max_unavailable minus the Nodes unavailable cluster-wide). Skipped hosts are
-    in no batch. Returns order, serial, batches, outside, quiet, servers, agents, skip, pending, already_unavailable,
-    agent_batch, limit, noop, reason. Raises ValueError naming the variable for bad knobs, or when the cluster has
-    no room for a disruptive node.
+    disruptive, skip, node_name). ``cluster_nodes``: every Node object of the cluster, or None without a cluster.
+    ``host_nodes`` is unused (kept for callers).
+    The budget belongs to the cluster: a percentage of node_maintenance_max_unavailable or node_maintenance_batch_size
+    is of the cluster's GPU Nodes (gpu_scope: Nodes with a GPU resource or GPU Feature Discovery's
+    nvidia.com/gpu.present=true, and the Nodes the inventory's hosts map to), never of the play; without a cluster
+    view, of the play's hosts in a cluster. The Nodes out of service that count against it are those GPU Nodes
+    (unschedulable or NotReady), or every Node with ``count_all_nodes``. Hosts outside a cluster have
+    their own batches (node_maintenance_batch_size of them) and never widen the cluster's room.
+    Batches, in order: the nodes outside a cluster (those to change in batches, the quiet ones with the first of
+    them; never with a node of a cluster); the quiet nodes of the cluster, all at once (their reboots and restarts
+    are held back); the disruptive RKE2 servers one at a time; the disruptive agents in batches of
+    min(node_maintenance_batch_size, node_maintenance_max_unavailable minus the Nodes out of service). Skipped hosts
+    are in no batch. Returns order, serial, batches, outside, quiet, servers, agents, skip, pending,
+    already_unavailable, agent_batch, limit, scope (the Node names the budget counts, None for all), base (how many
+    Nodes a percentage is of), noop, reason. Raises ValueError naming the variable for bad knobs, or when the cluster
+    has no room for a disruptive node.
     """
-    total = max(len(hosts), 1)
-    batch = parse_count(batch_size, total, 'node_maintenance_batch_size')
-    limit = parse_count(max_unavailable, total, 'node_maintenance_max_unavailable')
+    in_cluster = [h for h in hosts if (nodes.get(h) or {}).get('in_cluster') and not (nodes.get(h) or {}).get('skip')]
+    outside = [h for h in hosts if not (nodes.get(h) or {}).get('in_cluster') and not (nodes.get(h) or {}).get('skip')]
+    mapped = [(nodes.get(h) or {}).get('node_name') for h in in_cluster]
+    if cluster_nodes is not None:
+        gpu_names = gpu_scope(cluster_nodes, mapped)
+        scope = None if count_all_nodes else gpu_names
+        base = max(len(gpu_names), 1)
+    else:
+        scope = None
+        base = max(len(in_cluster), 1)
+    batch = parse_count(batch_size, base, 'node_maintenance_batch_size')
+    outside_batch = parse_count(batch_size, max(len(outside), 1), 'node_maintenance_batch_size')
+    limit = parse_count(max_unavailable, base, 'node_maintenance_max_unavailable')
     outside_busy, outside_quiet, quiet, servers, agents, skip = [], [], [], [], [], []
     for host in hosts:
         info = nodes.get(host) or {}
@@ -498,10 +539,13 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
     retried = set((nodes.get(h) or {}).get('node_name') for h in servers + agents) - set([None, ''])
     own = set(_node_name(n) for n in cluster_nodes or []
               if _node_name(n) in retried and any(_labels(n).get(label) == 'failed' for label in STATE_LABELS))
-    already = [n['name'] for n in unavailable(cluster_nodes, exclude=own)]
+    counted = 'GPU Node(s)' if scope is not None else 'Node(s)'
+    counted_base = ('%d GPU Node(s) of the cluster' % base) if cluster_nodes is not None else (
+        '%d host(s) of the play in a cluster, no cluster view' % base)
+    already = [n['name'] for n in unavailable(cluster_nodes, exclude=own, scope=scope)]
     batches = []
     if outside_busy:
-        batches.extend(outside_busy[i:i + batch] for i in range(0, len(outside_busy), batch))
+        batches.extend(outside_busy[i:i + outside_batch] for i in range(0, len(outside_busy), outside_batch))
         batches[0] = outside_quiet + batches[0]
     elif outside_quiet:
         batches.append(outside_quiet)
@@ -511,41 +555,44 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
     if servers or agents:
         room = limit - len(already)
         if room < 1:
-            raise ValueError('node_maintenance_max_unavailable allows %d unavailable node(s), but %d Node(s) of the cluster are '
-                             'unschedulable or NotReady already (%s): no node of the cluster can be taken out. Bring '
-                             'them back, or raise node_maintenance_max_unavailable' % (limit, len(already), ', '.join(already)))
+            raise ValueError('node_maintenance_max_unavailable allows %d unavailable node(s) (of %s), but %d %s of the '
+                             'cluster are out of service already (unschedulable or NotReady: %s): no node of '
+                             'the cluster can be taken out. Bring them back, or raise node_maintenance_max_unavailable'
+                             % (limit, counted_base, len(already), counted, ', '.join(already)))
         step = min(batch, room)
         batches.extend([s] for s in servers)
         batches.extend(agents[i:i + step] for i in range(0, len(agents), step))
     pending = outside_busy + servers + agents
     reason = ('%d node(s) to be %s: %d outside a cluster (in batches of %d, never with a node of a cluster), RKE2 '
               'servers one at a time (%s), then agents (%s) in batches of %d (node_maintenance_batch_size %s = %d; '
-              'node_maintenance_max_unavailable %s = %d, minus %d already unschedulable or NotReady in the cluster); %d quiet '
+              'node_maintenance_max_unavailable %s = %d of %s, minus %d %s already out of service); %d quiet '
               'node(s) in parallel'
-              % (len(pending), what, len(outside_busy), batch, ', '.join(servers) or 'none', ', '.join(agents) or 'none',
-                 step, batch_size, batch, max_unavailable, limit, len(already), len(outside_quiet) + len(quiet)))
+              % (len(pending), what, len(outside_busy), outside_batch, ', '.join(servers) or 'none',
+                 ', '.join(agents) or 'none', step, batch_size, batch, max_unavailable, limit, counted_base,
+                 len(already), counted, len(outside_quiet) + len(quiet)))
     if not pending:
         reason = 'nothing disruptive to do: every GPU node runs at once, in parallel (%s)' % (
             ', '.join(outside_quiet + quiet) or 'no node')
     return {'order': [h for b in batches for h in b], 'serial': [len(b) for b in batches] or [1], 'batches': batches,
             'outside': outside_busy + outside_quiet, 'quiet': quiet, 'servers': servers, 'agents': agents,
             'skip': skip, 'pending': pending, 'already_unavailable': already, 'agent_batch': step, 'limit': limit,
-            'noop': not pending, 'reason': reason}
+            'scope': scope, 'base': base, 'noop': not pending, 'reason': reason}
 
 
-def batch_gate(batch, host_nodes, disruptive, cluster_nodes, limit):
+def batch_gate(batch, host_nodes, disruptive, cluster_nodes, limit, scope=None):
     """The budget before a batch, counted again from the cluster: which hosts of ``batch`` may go now.
 
     ``host_nodes``: host -> Node name (or None outside the cluster). ``disruptive``: host -> bool. ``limit``: the
-    plan's node_maintenance_max_unavailable in nodes. Nodes out of service cluster-wide (unschedulable or NotReady, taken out
-    by anyone else) count against it; the disruptive hosts of the batch beyond the room left are deferred (the next
+    plan's node_maintenance_max_unavailable in nodes; ``scope``: the plan's scope (the GPU Nodes the budget counts), None
+    for every Node. Nodes out of service (unschedulable or NotReady, taken out by anyone else) count
+    against it; the disruptive hosts of the batch beyond the room left are deferred (the next
     run takes them). The plan puts the nodes a stopped run left out of service (``resume``) first, so that they
     come back before the budget is spent on others. Returns {go, defer, room, unavailable, message}.
     """
     mine = set(n for n in (host_nodes.get(h) for h in batch) if n)
     # Every Node out of service outside this batch counts, a node labelled upgrading too: with the lock held it is
     # out of service all the same (a crashed run of ours, or another run that lost its lock).
-    out_now = unavailable(cluster_nodes, exclude=mine, count_ours=True)
+    out_now = unavailable(cluster_nodes, exclude=mine, count_ours=True, scope=scope)
     room = limit - len(out_now)
     go, defer = [], []
     for host in batch:

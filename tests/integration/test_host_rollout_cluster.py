@@ -162,7 +162,7 @@ def test_plan_resumes_a_node_the_last_rollout_left_cordoned(tmp_path, cluster):
               args=['--skip-tags', 'nvidia_driver'])
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
     # Not counted as already unavailable (it is ours), and back in a batch of its own.
-    assert 'minus 0 already unschedulable' in res.stdout
+    assert 'minus 0 GPU Node(s) already out of service' in res.stdout
     assert 'resume: the last rollout left it out of service (label baremetal.gpu/host-rollout=upgrading)' in res.stdout
     assert [m for m, _p, _b in cluster.requests if m != 'GET'] == []
 

@@ -239,20 +239,76 @@ def test_outside_nodes_to_change_go_in_batches_of_their_own():
     assert got['batches'] == [['b3', 'b1'], ['b2'], ['a1']]
 
 
-def test_max_unavailable_counts_nodes_out_anywhere_in_the_cluster():
+def cpu_node(name, unschedulable=False):
+    """A Node without a GPU: the real Node with its GPU capacity and GPU Feature Discovery's labels taken off."""
+    out = api(name, unschedulable=unschedulable)
+    for key in ('capacity', 'allocatable'):
+        out['status'][key] = dict((k, v) for k, v in (out['status'].get(key) or {}).items() if not k.startswith('nvidia.com/'))
+    out['metadata']['labels'] = dict((k, v) for k, v in out['metadata']['labels'].items() if not k.startswith('nvidia.com/'))
+    return out
+
+
+def test_max_unavailable_counts_gpu_nodes_out_anywhere_in_the_cluster():
     hosts = ['a1', 'a2', 'a3', 'a4']
-    nodes = dict((h, info()) for h in hosts)
-    cluster = [api('a1'), api('a2', unschedulable=True), api('a3'), api('a4'), api('cpu-1', unschedulable=True)]
+    nodes = dict((h, dict(info(), node_name=h)) for h in hosts)
+    cluster = [api('a1'), api('a2', unschedulable=True), api('a3'), api('a4'), api('gpu-9', unschedulable=True),
+               cpu_node('cpu-1', unschedulable=True)]
     got = maintenance.plan(3, 3, hosts, nodes, cluster)
-    assert got['already_unavailable'] == ['a2', 'cpu-1'] and got['agent_batch'] == 1
+    # GPU Nodes out of service count, the play's and others'; a cordoned CPU node does not.
+    assert got['already_unavailable'] == ['a2', 'gpu-9'] and got['agent_batch'] == 1
+    # Unless the operator asks for every Node to count.
+    got = maintenance.plan(3, 4, hosts, nodes, cluster, count_all_nodes=True)
+    assert got['already_unavailable'] == ['a2', 'cpu-1', 'gpu-9'] and got['scope'] is None and got['agent_batch'] == 1
+    with pytest.raises(ValueError, match=r'4 Node\(s\) of the cluster are out of service already'):
+        maintenance.plan(3, 4, hosts, nodes, cluster + [cpu_node('cpu-2', True)], count_all_nodes=True)
     # A node this engine took out itself (a crash to resume) does not count.
     cluster[1] = api('a2', unschedulable=True, labels={'baremetal.gpu/host-rollout': 'upgrading'})
     assert maintenance.plan(3, 3, hosts, nodes, cluster)['agent_batch'] == 2
-    # A NotReady node counts as out too.
-    down = api('cpu-2')
+    # A NotReady GPU node counts as out too.
+    down = api('gpu-8')
     down['status']['conditions'] = [dict(c, status='False') if c['type'] == 'Ready' else c
                                     for c in down['status']['conditions']]
-    assert maintenance.plan(3, 3, hosts, nodes, cluster + [down])['already_unavailable'] == ['cpu-1', 'cpu-2']
+    assert maintenance.plan(3, 3, hosts, nodes, cluster + [down])['already_unavailable'] == ['gpu-8', 'gpu-9']
+
+
+def test_a_cordoned_cpu_node_does_not_refuse_gpu_maintenance():
+    # On the old count every cordoned Node of the cluster took the room: one cordoned CPU node refused the whole plan.
+    nodes = {'a1': dict(info(), node_name='a1'), 'a2': dict(info(), node_name='a2')}
+    cluster = [api('a1'), api('a2'), cpu_node('cpu-1', unschedulable=True)]
+    got = maintenance.plan(1, 1, ['a1', 'a2'], nodes, cluster)
+    assert got['batches'] == [['a1'], ['a2']] and got['already_unavailable'] == []
+    gate = maintenance.batch_gate(['a1'], {'a1': 'a1'}, {'a1': True}, cluster, got['limit'], got['scope'])
+    assert gate['go'] == ['a1']
+    # The gate with every Node counted (no scope) defers it, as the operator asked.
+    assert maintenance.batch_gate(['a1'], {'a1': 'a1'}, {'a1': True}, cluster, 1)['defer'] == ['a1']
+
+
+def test_a_percentage_is_of_the_clusters_gpu_nodes_not_of_the_play():
+    # 12 new hosts outside the cluster and 4 agents of a cluster of 4 GPU Nodes, 25 %: one GPU Node at a time. On the
+    # old count (25 % of the play's 16 hosts) the limit was 4 and all four agents went in one batch.
+    agents = ['a%d' % i for i in range(1, 5)]
+    fresh = ['new%02d' % i for i in range(1, 13)]
+    nodes = dict((h, dict(info(), node_name=h)) for h in agents)
+    nodes.update((h, dict(info(in_cluster=False), disruptive=True)) for h in fresh)
+    cluster = [api(h) for h in agents] + [cpu_node('cpu-%d' % i) for i in range(8)]
+    got = maintenance.plan('25%', '25%', fresh + agents, nodes, cluster)
+    assert got['base'] == 4 and got['limit'] == 1 and got['agent_batch'] == 1
+    assert got['batches'][-4:] == [['a1'], ['a2'], ['a3'], ['a4']]
+    # The hosts outside the cluster are batched among themselves: 25 % of 12 is 3, never with a node of the cluster.
+    assert got['batches'][:4] == [fresh[0:3], fresh[3:6], fresh[6:9], fresh[9:12]]
+    # With three GPU Nodes out already, a fourth is refused, with or without the new hosts in the play.
+    out = [api(h, unschedulable=True) for h in ('a2', 'a3', 'a4')] + [api('a1')]
+    for hosts in (agents, fresh + agents):
+        with pytest.raises(ValueError, match=r'allows 1 unavailable node\(s\) \(of 4 GPU Node\(s\) of the cluster\)'):
+            maintenance.plan(1, '25%', hosts, dict(nodes, a2=info(disruptive=False), a3=info(disruptive=False),
+                                                   a4=info(disruptive=False)), out)
+
+
+def test_a_gpu_host_without_gpu_capacity_yet_is_a_gpu_node_of_the_budget():
+    # Day 1: the driver is not on yet, so the host's Node lists no GPU; it is one of the play's GPU hosts all the same.
+    nodes = dict((h, dict(info(), node_name=h)) for h in ('g1', 'g2'))
+    got = maintenance.plan(1, '50%', ['g1', 'g2'], nodes, [cpu_node('g1'), cpu_node('g2'), cpu_node('cpu-1')])
+    assert got['scope'] == ['g1', 'g2'] and got['base'] == 2 and got['limit'] == 1
 
 
 def test_no_room_is_refused_naming_the_variable():
@@ -277,11 +333,12 @@ def test_a_node_left_failed_is_no_reason_to_refuse_its_own_retry():
     assert retry['disruptive'] is True and retry['node_name'] == 'nori'
     got = maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed])
     assert got['batches'] == [['gpu-a']] and got['already_unavailable'] == []
-    with pytest.raises(ValueError, match=r'1 Node\(s\) of the cluster are unschedulable or NotReady already \(other\)'):
+    with pytest.raises(ValueError, match=r'1 GPU Node\(s\) of the cluster are out of service already \(unschedulable '
+                                         r'or NotReady: other\)'):
         maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed, api('other', unschedulable=True)])
     # Cordoned by someone else (no failed label of ours): it counts, even though this plan takes it through a batch.
     del failed['metadata']['labels']['baremetal.gpu/host-rollout']
-    with pytest.raises(ValueError, match=r'already \(nori\)'):
+    with pytest.raises(ValueError, match=r'NotReady: nori\)'):
         maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed])
 
 

@@ -49,7 +49,7 @@ def test_upgrade_plan_counts_nodes_already_out():
     assert got['pending'] == ['gpu-d', 'gpu-a', 'gpu-b', 'gpu-c'] and got['noop'] is False
     # gpu-d is no node of the cluster: a batch of its own, first.
     assert got['batches'] == [['gpu-d'], ['gpu-a'], ['gpu-b'], ['gpu-c']]
-    assert 'minus 1 already unschedulable' in got['reason']
+    assert 'minus 1 GPU Node(s) already out of service' in got['reason']
 
 
 def test_upgrade_plan_resumes_its_own_cordon():
