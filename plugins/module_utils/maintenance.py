@@ -504,19 +504,6 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
     Nodes a percentage is of), noop, reason. Raises ValueError naming the variable for bad knobs, or when the cluster
     has no room for a disruptive node.
     """
-    in_cluster = [h for h in hosts if (nodes.get(h) or {}).get('in_cluster') and not (nodes.get(h) or {}).get('skip')]
-    outside = [h for h in hosts if not (nodes.get(h) or {}).get('in_cluster') and not (nodes.get(h) or {}).get('skip')]
-    mapped = [(nodes.get(h) or {}).get('node_name') for h in in_cluster]
-    if cluster_nodes is not None:
-        gpu_names = gpu_scope(cluster_nodes, mapped)
-        scope = None if count_all_nodes else gpu_names
-        base = max(len(gpu_names), 1)
-    else:
-        scope = None
-        base = max(len(in_cluster), 1)
-    batch = parse_count(batch_size, base, 'node_maintenance_batch_size')
-    outside_batch = parse_count(batch_size, max(len(outside), 1), 'node_maintenance_batch_size')
-    limit = parse_count(max_unavailable, base, 'node_maintenance_max_unavailable')
     outside_busy, outside_quiet, quiet, servers, agents, skip = [], [], [], [], [], []
     for host in hosts:
         info = nodes.get(host) or {}
@@ -530,6 +517,17 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
             servers.append(host)
         else:
             agents.append(host)
+    in_cluster = quiet + servers + agents
+    if cluster_nodes is not None:
+        gpu_names = gpu_scope(cluster_nodes, [(nodes.get(h) or {}).get('node_name') for h in in_cluster])
+        scope = None if count_all_nodes else gpu_names
+        base = max(len(gpu_names), 1)
+    else:
+        scope = None
+        base = max(len(in_cluster), 1)
+    batch = parse_count(batch_size, base, 'node_maintenance_batch_size')
+    outside_batch = parse_count(batch_size, max(len(outside_busy) + len(outside_quiet), 1), 'node_maintenance_batch_size')
+    limit = parse_count(max_unavailable, base, 'node_maintenance_max_unavailable')
     # The nodes a stopped run left out of service come back first (stable: inventory order otherwise).
     servers.sort(key=lambda h: not (nodes.get(h) or {}).get('resume'))
     agents.sort(key=lambda h: not (nodes.get(h) or {}).get('resume'))
