@@ -359,8 +359,7 @@ molecule_stage() {
     for p in $(producer_of "$t"); do deps+=("$t=$p"); done
   done
   if ((${#ordered[@]})); then
-    # Two lanes beside the foreground checks, three once they are done (their CPU is free then: ci of 2026-11-26,
-    # the lanes ran 25 minutes alone after the foreground).
+    # As many lanes as cores, less one while the foreground checks run (scripts/run-scenarios.py).
     python3 scripts/run-scenarios.py --cores "$(nproc)" --foreground-done "$FOREGROUND_DONE" \
       --jobs-log "$RESULTS/.jobs" --deps "${deps[@]}" -- "${ordered[@]}"
   fi
@@ -399,8 +398,8 @@ check "collection build and install" bash scripts/check-build.sh
 # role's documentation, and galaxy-importer on the built tarball (their own venv: scripts/galaxy-venv.sh).
 check "docs lint (antsibull-docs)" bash scripts/check-docs.sh
 check "galaxy import (galaxy-importer)" bash scripts/check-galaxy.sh
-# requires_ansible tested at its lower bound too (issue 21 item 6): units + sanity with the lowest ansible-core
-# meta/runtime.yml claims, in a venv of its own (the highest is the .venv of the rows above).
+# requires_ansible tested at its lower bound too: units + the import and compile sanity tests with the lowest
+# ansible-core meta/runtime.yml claims, in a venv of its own (the highest is the .venv of the rows above).
 check "ansible-core range: units + import/compile with the lowest claimed" bash scripts/check-core-range.sh
 touch "$FOREGROUND_DONE"
 [[ -n $MOLECULE_PID ]] && wait "$MOLECULE_PID"
