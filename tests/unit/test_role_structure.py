@@ -275,3 +275,40 @@ def test_every_role_tag_is_reachable_through_the_playbooks():
             for key in ('pre_tasks', 'tasks', 'post_tasks'):
                 found += unreachable_role_tags(play.get(key), name)
     assert found == [], 'role tags that --tags cannot reach through the playbooks:\n' + '\n'.join(found)
+
+
+# A node lost in its change (a reboot it never came back from, a network gone) must reach its rescue: without
+# ignore_unreachable on the change block, Ansible drops an unreachable host from the play, skips its rescue (it is
+# never labelled failed) and, when it was the whole batch, ends the playbook before the lock is released.
+def change_blocks_that_drop_a_lost_node(tasks, where):
+    """The blocks with a rescue (a node's change, rescued by the engine) under ``tasks`` without ignore_unreachable."""
+    found = []
+    for task in tasks or []:
+        if not isinstance(task, dict) or 'block' not in task:
+            continue
+        if task.get('rescue') and task.get('ignore_unreachable') is not True:
+            found.append('%s: %s' % (where, task.get('name')))
+        found += change_blocks_that_drop_a_lost_node(task['block'], where)
+    return found
+
+
+def test_the_lost_node_check_finds_a_change_block_without_ignore_unreachable():
+    block = {'name': 'change', 'block': [{'ansible.builtin.ping': None}], 'rescue': [{'ansible.builtin.ping': None}]}
+    assert change_blocks_that_drop_a_lost_node([block], 'p') == ['p: change']
+    assert change_blocks_that_drop_a_lost_node([dict(block, ignore_unreachable=True)], 'p') == []
+    assert change_blocks_that_drop_a_lost_node([{'block': [block]}], 'p') == ['p: change']
+
+
+def test_every_change_block_of_a_batched_play_keeps_a_lost_node_in_the_play():
+    import yaml   # ansible-core's own requirement
+    found = []
+    for name in sorted(os.listdir(os.path.join(ROOT, 'playbooks'))):
+        if name.endswith('.yml'):
+            with open(os.path.join(ROOT, 'playbooks', name), encoding='utf-8') as handle:
+                for play in yaml.safe_load(handle) or []:
+                    if 'serial' in play:
+                        for key in ('pre_tasks', 'tasks', 'post_tasks'):
+                            found += change_blocks_that_drop_a_lost_node(play.get(key), 'playbooks/' + name)
+    for where, tasks in role_task_files():
+        found += change_blocks_that_drop_a_lost_node(tasks, 'roles/' + where)
+    assert found == [], 'change blocks with a rescue but no ignore_unreachable:\n' + '\n'.join(found)
