@@ -38,14 +38,16 @@ def add_node(cluster, name, taints=None):
     cluster.add_node(node)
 
 
-def run(tmp_path, cluster, health, *args, kubeconfig=None, **stand_in_args):
-    """gpu_health.yml on the hosts of ``health`` ({host: healthy?}), each the Node n-<host>; returns (rc, output)."""
+def run(tmp_path, cluster, health, *args, kubeconfig=None, connection='local', journal=False, **stand_in_args):
+    """gpu_health.yml on the hosts of ``health`` ({host: healthy?}), each the Node n-<host>; returns (rc, output).
+    ``connection`` lossy_local (connection_plugins/): a host is lost (unreachable) once its stand-in made it so.
+    ``journal``: the kernel log is read (this machine's own; else it is not read)."""
     hosts = {}
     for host, healthy in health.items():
-        hosts[host] = {'ansible_connection': 'local', 'ansible_become': False, 'baremetal_gpu_node_name': 'n-' + host,
+        hosts[host] = {'ansible_connection': connection, 'ansible_become': False, 'baremetal_gpu_node_name': 'n-' + host,
                        'gpu_health_nvidia_smi_path': stand_in(tmp_path, host, healthy, **stand_in_args)}
     inventory = {'all': {
-        'vars': {'cluster_kubeconfig': kubeconfig or cluster.kubeconfig, 'gpu_health_kernel_log': False,
+        'vars': {'cluster_kubeconfig': kubeconfig or cluster.kubeconfig, 'gpu_health_kernel_log': bool(journal),
                  'gpu_health_report_dir': str(tmp_path / 'reports'), 'node_maintenance_lock_timeout': 30,
                  'node_maintenance_state_dir': str(tmp_path / 'state'), 'node_maintenance_node_ready_timeout': 10,
                  'node_maintenance_capacity_timeout': 10, 'node_maintenance_gpu_pod_deletion_timeout': 10},
@@ -54,7 +56,9 @@ def run(tmp_path, cluster, health, *args, kubeconfig=None, **stand_in_args):
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
     res = subprocess.run(['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'),
                           os.path.join(ROOT, 'playbooks', 'gpu_health.yml')] + list(args),
-                         capture_output=True, text=True, env=ansible_env(), timeout=300, check=False)
+                         capture_output=True, text=True, timeout=300, check=False, env=ansible_env({
+                             'ANSIBLE_CONNECTION_PLUGINS': os.path.join(os.path.dirname(__file__), 'connection_plugins'),
+                             'BAREMETAL_TEST_LOST_DIR': str(tmp_path)}))
     return res.returncode, res.stdout + res.stderr
 
 
@@ -246,6 +250,73 @@ def test_remediate_releases_our_quarantine_of_a_node_healthy_after_its_reset(tmp
     # n-gpu-b was not in this run: its quarantine stays.
     assert cluster.nodes['n-gpu-b']['spec']['taints'][-1]['key'] == TAINT
     assert lease_holder(cluster) in (None, '')
+
+
+def test_a_node_lost_in_its_remediation_stays_cordoned_failed_and_the_lock_is_released(tmp_path, cluster):
+    """A node that no longer answers after its GPU reset (as after a reboot it never came back from): before the
+    change blocks carried ignore_unreachable, Ansible dropped it from the play, skipped its rescue and, as it was the
+    whole batch, ended the playbook before the lock was released (the next run waited for it)."""
+    add_node(cluster, 'n-gpu-a')
+    add_node(cluster, 'n-gpu-b')
+    rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': False}, '-e', 'gpu_health_action=remediate',
+                  connection='lossy_local', reset_helps=True, lost_on_reset=True)
+    flat = out.replace('\n', ' ')
+    assert rc != 0, out[-4000:]
+    # The lost host was never dropped from the play as UNREACHABLE (its rescue and the stop step ran for it).
+    assert not re.search(r'unreachable=[1-9]', out.split('PLAY RECAP')[-1]), out[-2000:]
+    lost = [name for name in ('gpu-a', 'gpu-b') if (tmp_path / ('%s.lost' % name)).exists()]
+    assert len(lost) == 1, 'exactly one host of the two must have been reset and lost: %s' % lost
+    other = 'gpu-b' if lost == ['gpu-a'] else 'gpu-a'
+    node = cluster.nodes['n-' + lost[0]]
+    # Recorded failed from the API host, and kept cordoned.
+    assert node['spec'].get('unschedulable') is True, node['spec']
+    assert node['metadata']['labels'][REMEDIATION] == 'failed', node['metadata']['labels']
+    reason = node['metadata']['annotations']['baremetal.gpu/driver-upgrade.reason']
+    assert 'does not answer' in reason, reason
+    # The rollout stopped after that batch: the other node was not touched.
+    assert not (tmp_path / ('%s.resets' % other)).exists()
+    assert not [p for m, p, _b in node_writes(cluster) if p.split('?')[0] == '/api/v1/nodes/n-' + other]
+    # The lock was released, and the run names the lost host.
+    assert lease_holder(cluster) in (None, ''), cluster.leases
+    assert 'FAILED on %s' % lost[0] in flat and 'so the rollout stops after this batch' in flat, out[-3000:]
+
+
+def kernel_log_command(tmp_path, host):
+    """The kernel-log command the module ran on ``host`` (the report's commands), or None."""
+    report = json.loads((tmp_path / 'reports' / 'gpu_health.json').read_text())
+    for argv in report['nodes'][host]['commands']:
+        if os.path.basename(argv[0]) in ('journalctl', 'dmesg'):
+            return argv
+    return None
+
+
+def test_a_fault_the_remediation_cleared_is_read_from_the_remediation_on(tmp_path, cluster):
+    """quarantine -> remediate -> quarantine: after a successful remediation the node keeps its time (the clock read
+    before the reset) in a record, and every later check reads the kernel log from then on (journalctl --since)
+    instead of since boot, where the Xid the reset cleared would quarantine the node again. This machine's own
+    journalctl runs (the module takes it from /usr/bin before PATH) and its log holds no Xid: what is checked is the
+    time the module is given; journalctl's --since does the filtering (the module's unit tests cover the parsing)."""
+    add_node(cluster, 'n-gpu-a')
+    rc, out = run(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=quarantine', journal=True,
+                  reset_helps=True)
+    assert rc == 0 and 'quarantined n-gpu-a' in out, out[-4000:]
+    assert '--since' not in kernel_log_command(tmp_path, 'gpu-a'), 'before any remediation: the whole boot'
+    rc, out = run(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=remediate', journal=True,
+                  reset_helps=True)
+    assert rc == 0, out[-5000:]
+    assert not cluster.nodes['n-gpu-a']['spec'].get('taints'), cluster.nodes['n-gpu-a']['spec']
+    record = json.loads((tmp_path / 'state' / 'gpu-health-remediated.json').read_text())
+    assert record['step'] == 'reset_gpu' and re.match(r'^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$', record['since']), record
+    rc, out = run(tmp_path, cluster, {'gpu-a': True}, '-e', 'gpu_health_action=quarantine', journal=True)
+    assert rc == 0, out[-4000:]
+    assert 'GPU HEALTH QUARANTINE: quarantined none' in out.replace('\n', ' '), out[-3000:]
+    argv = kernel_log_command(tmp_path, 'gpu-a')
+    assert argv[-2:] == ['--since', record['since']], argv
+    # gpu_health_kernel_log_since, when set, still wins.
+    rc, out = run(tmp_path, cluster, {'gpu-a': True}, '-e', '{"gpu_health_kernel_log_since": "2000-01-01 00:00:00"}',
+                  journal=True)
+    assert rc == 0, out[-3000:]
+    assert kernel_log_command(tmp_path, 'gpu-a')[-2:] == ['--since', '2000-01-01 00:00:00']
 
 
 def test_remediate_keeps_a_node_that_is_still_unhealthy_cordoned_and_stops(tmp_path, cluster):
