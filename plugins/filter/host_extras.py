@@ -56,6 +56,13 @@ def nvidia_smi_mismatches(result, expect=None):
         raise AnsibleFilterError('baremetal.gpu.nvidia_smi_mismatches: %s' % exc)
 
 
+def gpu_device_nodes(result, present):
+    try:
+        return smi.device_nodes(result, present or [])
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError('baremetal.gpu.gpu_device_nodes: %s' % exc)
+
+
 def kernel_module_guard(results, kernels, next_boot, kmod):
     return kernel_guard.guard(results or [], kernels or [], next_boot or '', kmod or 'nvidia')
 
@@ -83,6 +90,7 @@ class FilterModule(object):
             'nvidia_module_params': nvidia_module_params,
             'nvidia_params_mismatches': nvidia_params_mismatches,
             'nvidia_smi_mismatches': nvidia_smi_mismatches,
+            'gpu_device_nodes': gpu_device_nodes,
             'kernel_module_guard': kernel_module_guard,
             'prebuilt_flavour_packages': prebuilt_flavour_packages,
             'headers_flavour_packages': headers_flavour_packages,

@@ -624,3 +624,47 @@ def fabric_problems(facts):
                             'nvidia-fabricmanager running at the driver\'s version?)'
                             % (gpu['index'], gpu.get('pci_bus_id'), gpu.get('name'), state or 'N/A', status or 'N/A'))
     return problems
+
+
+# The device nodes a CUDA container needs (what the NVIDIA Container Toolkit mounts into it): the control device, the
+# unified-memory pair, which exist only once nvidia-uvm is loaded and its nodes created (nvidia-modprobe -u -c=0, or
+# udev), and /dev/nvidia<minor> per GPU. Missing nodes make a GPU pod fail after a run that said the GPU is there
+# (NVIDIA/gpu-operator#2685: a validator passed while /dev/nvidia-uvm* were missing).
+CONTROL_DEVICE_NODES = ('/dev/nvidiactl', '/dev/nvidia-uvm', '/dev/nvidia-uvm-tools')
+
+
+def device_nodes(result, present):
+    """What a node's /dev lacks for a CUDA container, from a nvidia_smi result and the paths /dev holds.
+
+    Returns {checked, expected, missing, message}. Checked only when nvidia-smi saw GPUs (status ok): without a
+    GPU the per-GPU nodes cannot be named and nothing is loaded to create the others; the message says what was
+    not checked. A GPU without a minor number (a vGPU guest may not report one) is named in the message, not
+    guessed."""
+    if not isinstance(result, dict):
+        raise TypeError('the nvidia_smi result must be a dict, got %s' % type(result).__name__)
+    present = set(str(path) for path in (present or []))
+    gpus = result.get('gpus') or []
+    if result.get('status') != STATUS_OK or not gpus:
+        return {'checked': False, 'expected': list(CONTROL_DEVICE_NODES), 'missing': [],
+                'message': 'not checked: no GPU visible (nvidia-smi: %s), so the device nodes a CUDA container needs '
+                           '(%s and /dev/nvidia<minor> per GPU) could not be checked'
+                           % (result.get('status') or 'not run', ', '.join(CONTROL_DEVICE_NODES))}
+    expected, unnamed = list(CONTROL_DEVICE_NODES), []
+    for gpu in gpus:
+        minor = gpu.get('minor_number')
+        if minor is None:
+            unnamed.append(str(gpu.get('index')))
+        else:
+            expected.append('/dev/nvidia%d' % int(minor))
+    missing = [path for path in expected if path not in present]
+    notes = []
+    if missing:
+        notes.append('missing: %s' % ', '.join(missing))
+        if any(path.startswith('/dev/nvidia-uvm') for path in missing):
+            notes.append('the unified-memory nodes appear once nvidia-uvm is loaded and its nodes created '
+                         '(modprobe nvidia-uvm; nvidia-modprobe -u -c=0)')
+    if unnamed:
+        notes.append('GPU(s) %s report no minor number: their /dev/nvidia<minor> was not checked' % ', '.join(unnamed))
+    message = ('%d of %d device nodes present' % (len(expected) - len(missing), len(expected))
+               + ('; ' + '; '.join(notes) if notes else ''))
+    return {'checked': True, 'expected': expected, 'missing': missing, 'message': message}

@@ -108,6 +108,8 @@ def run_verify(tmp_path, api, capture, prometheus_nodes, extra, playbook=PLAYBOO
         # The GPU node is this controller: its kernels (if it has any in /boot) carry no NVIDIA module. The kernel
         # guard runs for real in molecule/nvidia_driver_next_kernel (a node that would boot a kernel without one).
         "verify_kernels_enabled": "false",
+        # This controller has no /dev/nvidia*: the device-node check is on in its own test below.
+        "verify_device_nodes_enabled": "false",
     }
     evars.update(extra)
     args = ["ansible-playbook", "-i", str(tmp_path / "hosts.yml"), playbook] + list(args)
@@ -134,6 +136,16 @@ def test_one_gpu_node_verified_end_to_end(tmp_path, api):
     assert prometheus.queries == ["count by (%s) (DCGM_FI_DEV_GPU_TEMP)" % NODE_LABEL]
     assert "DCGM series present for nori" in out
     assert "failed=0" in out
+
+
+def test_a_node_whose_gpus_show_without_their_device_nodes_fails_naming_them(tmp_path, api):
+    """nvidia-smi (the stand-in) shows a GPU, but this machine has none of the device nodes a CUDA container needs:
+    the run fails there, naming each (the unit tests of gpu_device_nodes cover the nodes being there)."""
+    res, out, _prometheus = run_verify(tmp_path, api, "device__h100-80gb-hbm3__580.159.04.xml", ["nori"],
+                                       {"verify_device_nodes_enabled": "true"})
+    assert res.returncode != 0, out[-3000:]
+    assert "missing: /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia0" in out, out[-3000:]
+    assert "nvidia-modprobe -u -c=0" in out
 
 
 @pytest.mark.parametrize("tags, queries", [("verify", 1), ("verify_nvidia_smi,verify_capacity", 0)])

@@ -541,3 +541,45 @@ def test_fabric_report_says_why_it_was_not_read():
                                     'driver')
     failed = fabric.report('pcie', {'failed': False, 'msg': 'nvidia-smi did not answer within 30 s'})
     assert failed['summary'].startswith('not read: nvidia-smi did not answer within 30 s; not needed')
+
+
+# ---- the device nodes a CUDA container needs (device_nodes), on real captures ----
+
+def _read(name):
+    with open(os.path.join(FIXTURES, name), 'rb') as handle:
+        return dict(smi.parse_nvidia_smi_xml(handle.read()), status=smi.STATUS_OK)
+
+
+def test_device_nodes_of_the_h100_capture():
+    result = _read('device__h100-80gb-hbm3__580.159.04.xml')
+    present = ['/dev/nvidiactl', '/dev/nvidia0', '/dev/nvidia-uvm', '/dev/nvidia-uvm-tools', '/dev/nvidia-modeset']
+    nodes = smi.device_nodes(result, present)
+    assert nodes == {'checked': True, 'missing': [], 'message': '4 of 4 device nodes present',
+                     'expected': ['/dev/nvidiactl', '/dev/nvidia-uvm', '/dev/nvidia-uvm-tools', '/dev/nvidia0']}
+
+
+def test_device_nodes_missing_uvm_says_how_they_appear():
+    # gpu-operator#2685: nvidia-smi sees the GPUs while /dev/nvidia-uvm* were never created.
+    nodes = smi.device_nodes(_read('telegraf__dual_2080-v13.xml'), ['/dev/nvidiactl', '/dev/nvidia0', '/dev/nvidia1'])
+    assert nodes['checked'] and nodes['missing'] == ['/dev/nvidia-uvm', '/dev/nvidia-uvm-tools']
+    assert 'nvidia-modprobe -u -c=0' in nodes['message'] and nodes['message'].startswith('3 of 5 device nodes present')
+
+
+def test_device_nodes_names_the_gpu_by_its_minor_number():
+    result = _read('telegraf__dual_2080-v13.xml')
+    result['gpus'][1]['minor_number'] = 3
+    nodes = smi.device_nodes(result, list(smi.CONTROL_DEVICE_NODES) + ['/dev/nvidia0', '/dev/nvidia1'])
+    assert nodes['missing'] == ['/dev/nvidia3']
+
+
+def test_device_nodes_without_a_gpu_say_what_was_not_checked():
+    nodes = smi.device_nodes({'status': smi.STATUS_NO_DRIVER, 'gpus': []}, [])
+    assert not nodes['checked'] and nodes['missing'] == []
+    assert nodes['message'].startswith('not checked: no GPU visible (nvidia-smi: no_driver_communication)')
+
+
+def test_device_nodes_of_a_gpu_without_a_minor_number_are_not_guessed():
+    result = _read('device__h100-80gb-hbm3__580.159.04.xml')
+    result['gpus'][0]['minor_number'] = None
+    nodes = smi.device_nodes(result, list(smi.CONTROL_DEVICE_NODES))
+    assert nodes['missing'] == [] and 'GPU(s) 0 report no minor number' in nodes['message']
