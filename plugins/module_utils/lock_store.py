@@ -18,6 +18,7 @@ __metaclass__ = type
 import fcntl
 import json
 import os
+import time
 
 from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import LockConflict
 from ansible_collections.baremetal.gpu.plugins.module_utils.node_reader import (
@@ -34,14 +35,25 @@ except ImportError:  # the module reports the missing library (node_reader.KUBER
 
 
 class LeaseStore(object):
-    """The Lease ``namespace``/``name`` through the kubernetes client (kubernetes.core's ApiClient)."""
+    """The Lease ``namespace``/``name`` through the kubernetes client (kubernetes.core's ApiClient).
 
-    def __init__(self, api_client, host, namespace, name, request_timeout):
+    A call that fails in a way worth trying again (no answer within request_timeout, the API unreachable, 429, 500,
+    502, 503, 504: node_reader.RETRY_STATUSES) is tried again after ``RETRY_DELAYS`` seconds, so that one blip of the
+    API server (a control-plane restart, a load balancer switching over) does not end a rollout with its nodes out of
+    service. Retrying a write is safe: a create or replace that did reach the server before the answer was lost is
+    refused the second time with 409 (AlreadyExists, or Conflict on the now stale resourceVersion), which the lock's
+    decisions read as "read the Lease again and decide", never as an overwrite."""
+
+    RETRY_DELAYS = (1, 3, 6)
+
+    def __init__(self, api_client, host, namespace, name, request_timeout, sleep=None):
         self.api = kubernetes.client.CoordinationV1Api(api_client)
         self.host = host
         self.namespace = namespace
         self.name = name
         self.request_timeout = request_timeout
+        self.sleep = sleep or time.sleep
+        self.retried = 0
 
     def _call(self, what, func, *args, **kwargs):
         def call():
@@ -53,7 +65,18 @@ class LeaseStore(object):
                 if exc.status == 404 and what.startswith('read'):
                     return None
                 raise
-        response = guarded(what, self.host, self.request_timeout, call)
+        for attempt, delay in enumerate(self.RETRY_DELAYS + (None,)):
+            try:
+                response = guarded(what, self.host, self.request_timeout, call)
+                break
+            except K8sConnectionError as exc:
+                if not exc.retryable or delay is None:
+                    if attempt:
+                        exc.message = '%s (tried %d times)' % (exc.message, attempt + 1)
+                        exc.args = (exc.message,)
+                    raise
+                self.retried += 1
+                self.sleep(delay)
         if response is None:
             return None
         try:

@@ -169,6 +169,15 @@ conflicts:
   returned: state is present
   type: int
   sample: 0
+api_retries:
+  description:
+    - Calls to the Kubernetes API that failed in a way worth trying again (no answer within O(request_timeout), the
+      API unreachable, 429, 500, 502, 503, 504) and were made again, after 1, 3 and 6 seconds, up to four attempts
+      each. A write made again is safe: the API server refuses a repeated create or replace with 409, and the lock is
+      then read and decided again, never overwritten.
+  returned: O(backend=lease)
+  type: int
+  sample: 0
 message:
   description: What happened, in words.
   returned: always
@@ -296,7 +305,12 @@ def main():
         else:
             if KUBERNETES_IMPORT_ERROR:
                 module.fail_json(msg=missing_required_lib('kubernetes'), exception=KUBERNETES_IMPORT_ERROR)
-            result = run(module, lease_store(params))
+            store = lease_store(params)
+            result = run(module, store)
+            result['api_retries'] = store.retried
+            if store.retried:
+                module.warn('the Kubernetes API failed %d time(s) in a way worth trying again (no answer, 429 or 5xx), '
+                            'and was asked again' % store.retried)
     except K8sConnectionError as exc:
         module.fail_json(msg=exc.message, error=exc.kind, acquired=False, released=False)
     except LockConflict as exc:
