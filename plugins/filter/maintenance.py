@@ -10,6 +10,7 @@ __metaclass__ = type
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.baremetal.gpu.plugins.plugin_utils.lazy import LazyModule
 
@@ -61,9 +62,10 @@ def maintenance_node_name(cluster_nodes, host, names, addresses=None):
     return maintenance.map_node(host, list(names or []), list(addresses or []), list(cluster_nodes or []))
 
 
-def maintenance_mapping_errors(hosts, in_cluster, mapped, kubeconfig_found, kubeconfig_named=False):
+def maintenance_mapping_errors(hosts, in_cluster, mapped, kubeconfig_found, kubeconfig_named=False,
+                               allow_without_api=False):
     return maintenance.mapping_errors(list(hosts), dict(in_cluster or {}), dict(mapped or {}), bool(kubeconfig_found),
-                                      bool(kubeconfig_named))
+                                      bool(kubeconfig_named), boolean(allow_without_api, strict=False))
 
 
 def maintenance_lease(current, identity, now):

@@ -164,10 +164,12 @@ def map_node(host, names, addresses, cluster_nodes):
     return None
 
 
-def mapping_errors(hosts, in_cluster, mapped, kubeconfig_found, kubeconfig_named=False):
+def mapping_errors(hosts, in_cluster, mapped, kubeconfig_found, kubeconfig_named=False, allow_without_api=False):
     """Refusals before any change. With a kubeconfig: a host that is a node of a cluster (its RKE2 unit is enabled)
-    but that no Node maps to. Without one: hosts that run RKE2 while the user named a kubeconfig
-    (cluster_kubeconfig) that no host has, so their reboots and restarts could not be cordoned.
+    but that no Node maps to. Without one: hosts that run RKE2, so their reboots and restarts could not be cordoned
+    or drained: refused when the user named a kubeconfig (cluster_kubeconfig) that no host has, and when none was
+    found at the default place either, unless ``allow_without_api`` (node_maintenance_allow_without_cluster_api)
+    says to go on with only the batching to protect the cluster.
     ``in_cluster``/``mapped``: host -> bool / host -> map_node() or None."""
     errors = []
     members = [h for h in hosts if in_cluster.get(h)]
@@ -180,6 +182,11 @@ def mapping_errors(hosts, in_cluster, mapped, kubeconfig_found, kubeconfig_named
     elif kubeconfig_named and members:
         errors.append('the kubeconfig named by cluster_kubeconfig was found on no host while %s run RKE2: their reboots '
                       'and restarts cannot be cordoned or drained. Fix cluster_kubeconfig' % ', '.join(members))
+    elif members and not allow_without_api:
+        errors.append('no kubeconfig was found on any host of k8s_control or gpu_nodes (cluster_kubeconfig is not set, '
+                      'and the default, RKE2\'s own kubeconfig, is on none of them) while %s run RKE2: their reboots and restarts '
+                      'could not be cordoned or drained. Set cluster_kubeconfig, or node_maintenance_allow_without_cluster_api: '
+                      'true to go on with only the batching to protect the cluster' % ', '.join(members))
     return errors
 
 

@@ -395,8 +395,12 @@ def test_an_unmappable_node_of_a_cluster_is_refused():
     assert 'baremetal_gpu_node_name' in errors[0]
     missing = maintenance.mapping_errors(['g1'], {'g1': True}, {}, False, True)
     assert 'the kubeconfig named by cluster_kubeconfig was found on no host while g1 run RKE2' in missing[0]
-    # No kubeconfig named and none found: no cluster API; the batches still run (said loudly by the plan).
-    assert maintenance.mapping_errors(['g1'], {'g1': True}, {}, False, False) == []
+    # No kubeconfig named and none found at the default place: refused while hosts run RKE2 (they would be rebooted
+    # uncordoned), unless node_maintenance_allow_without_cluster_api says to go on with the batching alone.
+    none = maintenance.mapping_errors(['g1', 'g2'], {'g1': True, 'g2': False}, {}, False, False)
+    assert len(none) == 1 and none[0].startswith('no kubeconfig was found on any host') and 'while g1 run RKE2' in none[0]
+    assert 'node_maintenance_allow_without_cluster_api' in none[0] and 'cluster_kubeconfig' in none[0]
+    assert maintenance.mapping_errors(['g1'], {'g1': True}, {}, False, False, allow_without_api=True) == []
     assert maintenance.mapping_errors(['g1'], {'g1': False}, {}, False, False) == []
 
 
