@@ -35,6 +35,11 @@ def containerd_runtime_binary(text, runtime_name='nvidia'):
     return containerd.runtime_binary(text or '', runtime_name)
 
 
+def containerd_reads_cdi(config_text, version_text=''):
+    """Whether the containerd of that configuration and version reads CDI specs: {reads_cdi, version, reason}."""
+    return containerd.reads_cdi(version_text or '', config_text or '')
+
+
 def containerd_file_version(text):
     """The ``version`` of a containerd configuration file, None without one."""
     return containerd.file_version(text or '')
@@ -121,6 +126,7 @@ class FilterModule(object):
         return {
             'runtime_version': runtime_version,
             'containerd_runtime_binary': containerd_runtime_binary,
+            'containerd_reads_cdi': containerd_reads_cdi,
             'containerd_file_version': containerd_file_version,
             'containerd_dump_problems': containerd_dump_problems,
             'docker_cdi': docker_cdi,

@@ -131,11 +131,15 @@ def dcgm_dashboard(dashboard, exported=None, profiling=True):
     return out
 
 
-def device_list_strategy(requested, hostvars=None, hosts=None, fact='container_toolkit_cdi'):
+def device_list_strategy(requested, hostvars=None, hosts=None, fact='container_toolkit_cdi',
+                         runtime_fact='rke2_nvidia_runtime_cdi'):
     """The device plugin's deviceListStrategy for ``requested`` (a list or a comma-separated string).
 
-    ``auto``: ``cdi-cri``, unless a host of ``hosts`` has the fact ``fact`` with ``enabled`` false
-    (CDI switched off on that GPU node by the host layer): then ``envvar``, which works on every node.
+    ``auto``: ``cdi-cri``, unless a host of ``hosts`` has the fact ``fact`` with ``enabled`` false (CDI switched off
+    on that GPU node by the host layer) or the fact ``runtime_fact`` with ``reads_cdi`` false (the container runtime
+    that runs its GPU pods, RKE2's containerd, reads no CDI specs): then ``envvar``, which works on every node, with
+    the nodes and reasons. An explicit ``cdi-cri`` with such a node is refused (ValueError): every GPU pod there
+    would fail to start.
     Returns {'strategies': [...], 'reason': '...'}; raises ValueError on a request the plugin refuses.
     """
     if isinstance(requested, str):
@@ -150,16 +154,25 @@ def device_list_strategy(requested, hostvars=None, hosts=None, fact='container_t
         raise ValueError('auto cannot be combined with other strategies')
     if 'cdi-cri' in names and 'cdi-annotations' in names:
         raise ValueError('cdi-cri and cdi-annotations cannot be combined (the plugin would pass each device twice)')
-    if names != ['auto']:
-        return {'strategies': names, 'reason': 'as requested'}
-    off = []
+    off, unread = [], []
     for host in hosts or []:
         cdi = _host_value(hostvars or {}, host, fact)
         if hasattr(cdi, 'get') and 'enabled' in cdi and not _truthy(cdi.get('enabled')):
             off.append(host)
-    if off:
-        return {'strategies': ['envvar'], 'reason': 'auto: CDI is off on %s (fact %s)' % (', '.join(off), fact)}
-    return {'strategies': ['cdi-cri'], 'reason': 'auto: no GPU node reports CDI off'}
+        runtime = _host_value(hostvars or {}, host, runtime_fact)
+        if hasattr(runtime, 'get') and runtime.get('reads_cdi') is False:
+            unread.append('%s (%s)' % (host, runtime.get('reason') or 'its runtime reads no CDI specs'))
+    if names != ['auto']:
+        if 'cdi-cri' in names and unread:
+            raise ValueError('cdi-cri, but the container runtime of these GPU nodes reads no CDI specs, so every GPU pod '
+                             'there would fail to start: %s (fact %s). Use envvar or auto, or let the runtime read CDI '
+                             '(containerd 2, or enable_cdi = true on containerd 1.7)' % ('; '.join(unread), runtime_fact))
+        return {'strategies': names, 'reason': 'as requested'}
+    if off or unread:
+        why = (['CDI is off on %s (fact %s)' % (', '.join(off), fact)] if off else []) + (
+            ['the container runtime reads no CDI specs on %s (fact %s)' % ('; '.join(unread), runtime_fact)] if unread else [])
+        return {'strategies': ['envvar'], 'reason': 'auto: envvar, because ' + '; '.join(why)}
+    return {'strategies': ['cdi-cri'], 'reason': 'auto: no GPU node reports CDI off or a runtime that reads no CDI specs'}
 
 
 def _truthy(value):

@@ -355,3 +355,43 @@ def dump_cdi(dump):
         if table is not None and ('enable_cdi' in table or plugin == CRI_V2):
             return bool(table.get('enable_cdi', False)), list(table.get('cdi_spec_dirs') or [])
     return False, []
+
+
+def reads_cdi(version_text, config_text):
+    """Whether a containerd reads CDI specs, from its ``containerd --version`` and the configuration it really runs
+    on (for RKE2, the config.toml RKE2 generated): {reads_cdi: True, False or None (unknown), version, reason}.
+
+    containerd before 1.7 has no CDI; 1.7 reads CDI only with ``enable_cdi = true`` in its CRI plugin; 2.0 and later
+    read it unless ``enable_cdi = false``. Without a version, a configuration of version 3 or later is containerd 2
+    (version 2 files are read by 1.x and 2.x alike, so they leave it unknown)."""
+    try:
+        version, major, minor = containerd_version(version_text)
+    except PlanError:
+        version, major, minor = None, None, None
+    try:
+        data = toml_compat.loads(config_text or '')
+    except toml_compat.TOMLError:
+        data = {}
+    enable = None
+    for plugin in (CRI_V3, CRI_V2):
+        table = (data.get('plugins') or {}).get(plugin)
+        if isinstance(table, dict) and 'enable_cdi' in table:
+            enable = bool(table['enable_cdi'])
+            break
+    if version is None:
+        if (file_version(config_text) or 0) >= 3:
+            major, minor, version = 2, 0, '2.x (config version %s)' % file_version(config_text)
+        else:
+            return {'reads_cdi': None, 'version': '',
+                    'reason': 'unknown: no containerd version could be read, and the configuration does not tell'}
+    if (major, minor) < CDI_FIRST:
+        return {'reads_cdi': False, 'version': version,
+                'reason': 'containerd %s reads no CDI specs (CDI came with containerd 1.7)' % version}
+    if (major, minor) < CDI_DEFAULT_ON:
+        return {'reads_cdi': bool(enable), 'version': version,
+                'reason': 'containerd %s reads CDI specs only with enable_cdi = true in its CRI plugin: %s'
+                          % (version, 'set' if enable else ('false' if enable is False else 'not set (off by default)'))}
+    if enable is False:
+        return {'reads_cdi': False, 'version': version,
+                'reason': 'containerd %s, but its configuration sets enable_cdi = false' % version}
+    return {'reads_cdi': True, 'version': version, 'reason': 'containerd %s reads CDI specs (on by default)' % version}

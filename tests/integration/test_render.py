@@ -419,6 +419,27 @@ def test_device_list_strategy_follows_the_gpu_nodes_cdi_fact(tmp_path):
     assert load_values(dirs["device_plugin"])["deviceListStrategy"] == "cdi-cri"
 
 
+def test_device_list_strategy_follows_the_runtime_that_runs_the_gpu_pods(tmp_path):
+    """A GPU node whose RKE2 runs containerd 1.7 without enable_cdi (the fact rke2_nvidia_runtime publishes, as
+    containerd.reads_cdi reads RKE2's generated config): auto takes envvar and names it; cdi-cri, given with -e as a
+    user types it, is refused before anything is written."""
+    old = {"reads_cdi": False, "version": "1.7.27-k3s1",
+           "reason": "containerd 1.7.27-k3s1 reads CDI specs only with enable_cdi = true in its CRI plugin: not set"}
+    inventory = {"all": {"hosts": {"localhost": {"ansible_connection": "local"}},
+                         "children": {"gpu_nodes": {"hosts": {
+                             "gpu-01": {"rke2_nvidia_runtime_cdi": {"reads_cdi": True, "version": "2.2.2", "reason": "on"}},
+                             "gpu-02": {"rke2_nvidia_runtime_cdi": old}}}}}}
+    res, dirs = render(str(tmp_path / "auto"), ["device_plugin"], {}, inventory=inventory)
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert load_values(dirs["device_plugin"])["deviceListStrategy"] == "envvar"
+    assert "the container runtime reads no CDI specs on gpu-02 (containerd 1.7.27-k3s1" in res.stdout, res.stdout[-3000:]
+    res, dirs = render(str(tmp_path / "asked"), ["device_plugin"], {}, "-e", "device_plugin_device_list_strategy=cdi-cri",
+                       inventory=inventory)
+    assert res.returncode != 0
+    assert "cdi-cri, but the container runtime of these GPU nodes reads no CDI specs" in res.stdout, res.stdout[-3000:]
+    assert not os.path.exists(dirs["device_plugin"]), os.listdir(os.path.dirname(dirs["device_plugin"]))
+
+
 def test_external_nfd_for_gfd_node_feature_api(tmp_path):
     # 0.20 with an external NFD: accepted once the cluster is declared to serve the NodeFeature API.
     vars_ = {"device_plugin_nfd": "external",

@@ -113,6 +113,26 @@ def test_device_list_strategy():
             cluster_addons.device_list_strategy(bad)
 
 
+def test_device_list_strategy_follows_the_runtime_that_runs_the_gpu_pods():
+    # rke2_nvidia_runtime_cdi: containerd.reads_cdi of RKE2's own containerd and the config it generated.
+    reads = {'reads_cdi': True, 'version': '2.2.2', 'reason': 'containerd 2.2.2 reads CDI specs (on by default)'}
+    no = {'reads_cdi': False, 'version': '1.7.27-k3s1',
+          'reason': 'containerd 1.7.27-k3s1 reads CDI specs only with enable_cdi = true in its CRI plugin: not set'}
+    unknown = {'reads_cdi': None, 'version': '', 'reason': 'unknown'}
+    hostvars = {'new': {'rke2_nvidia_runtime_cdi': reads}, 'old': {'rke2_nvidia_runtime_cdi': no},
+                'odd': {'rke2_nvidia_runtime_cdi': unknown}}
+    assert cluster_addons.device_list_strategy('auto', hostvars, ['new', 'odd'])['strategies'] == ['cdi-cri']
+    mixed = cluster_addons.device_list_strategy('auto', hostvars, ['new', 'old'])
+    assert mixed['strategies'] == ['envvar']
+    assert 'the container runtime reads no CDI specs on old (containerd 1.7.27-k3s1' in mixed['reason'], mixed
+    # Asked for by name on such a node: refused, naming the node and why.
+    with pytest.raises(ValueError) as info:
+        cluster_addons.device_list_strategy('cdi-cri', hostvars, ['new', 'old'])
+    assert 'old (containerd 1.7.27-k3s1' in str(info.value) and 'every GPU pod' in str(info.value)
+    assert cluster_addons.device_list_strategy('cdi-cri', hostvars, ['new'])['strategies'] == ['cdi-cri']
+    assert cluster_addons.device_list_strategy('envvar', hostvars, ['old'])['strategies'] == ['envvar']
+
+
 def test_dcgm_dashboard_drops_what_cannot_show_data():
     dashboard = json.loads(read(DASHBOARD))
     geforce = cluster_addons.counters_fields(read(os.path.join(DCGM_FILES, 'geforce-counters.csv')))

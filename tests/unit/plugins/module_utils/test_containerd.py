@@ -272,3 +272,38 @@ def test_not_toml_reads_as_nothing():
     assert containerd.file_version(half) is None
     assert containerd.file_version('') is None
     assert containerd.file_version('version = "2"') is None
+
+
+# ---- does the runtime that runs the GPU pods read CDI specs (reads_cdi) ----
+
+@pytest.mark.parametrize('version,config,expect,says', [
+    # Real containerd versions and their own default configs (tests/fixtures/containerd, SOURCE.md there).
+    ('containerd-1.6.20-debian12.version.txt', 'containerd-1.6.20-debian12.config-default.toml', False,
+     'containerd 1.6.20 reads no CDI specs'),
+    ('containerd-1.7.24-debian13.version.txt', 'containerd-1.7.24-debian13.config-default.toml', False,
+     'enable_cdi = true in its CRI plugin: false'),
+    ('containerd-2.2.1-ubuntu2404.version.txt', 'containerd-2.2.1-ubuntu2404.config-default.toml', True,
+     'containerd 2.2.1 reads CDI specs'),
+])
+def test_reads_cdi_on_real_containerd(version, config, expect, says):
+    result = containerd.reads_cdi(fixture(version), fixture(config))
+    assert result['reads_cdi'] is expect and says in result['reason'], result
+
+
+def test_reads_cdi_of_containerd_17_with_enable_cdi_set():
+    config = fixture('containerd-1.7.24-debian13.config-default.toml').replace('enable_cdi = false', 'enable_cdi = true')
+    assert containerd.reads_cdi(fixture('containerd-1.7.24-debian13.version.txt'), config)['reads_cdi'] is True
+    # RKE2's generated file of an RKE2 on containerd 1.7 sets no enable_cdi (the real v1.24.9 file has none): off.
+    result = containerd.reads_cdi('containerd github.com/k3s-io/containerd v1.7.27-k3s1', rke2_fixture('config.toml.after'))
+    assert result['reads_cdi'] is False and 'not set (off by default)' in result['reason'], result
+
+
+def test_reads_cdi_of_containerd_2_switched_off_and_unknown_versions():
+    config = fixture('containerd-2.2.1-ubuntu2404.config-default.toml').replace('enable_cdi = true', 'enable_cdi = false')
+    off = containerd.reads_cdi(fixture('containerd-2.2.1-ubuntu2404.version.txt'), config)
+    assert off['reads_cdi'] is False and 'sets enable_cdi = false' in off['reason']
+    # No version: a config of version 3 or later is containerd 2 (RKE2 on containerd 2.3 writes version 4)...
+    assert containerd.reads_cdi('', rke2_fixture('config-v4.toml.after'))['reads_cdi'] is True
+    # ... but version 2 files are read by 1.x and 2.x alike: unknown, said so.
+    unknown = containerd.reads_cdi('', rke2_fixture('config.toml.after'))
+    assert unknown['reads_cdi'] is None and unknown['reason'].startswith('unknown')
