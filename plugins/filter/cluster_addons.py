@@ -20,9 +20,10 @@ def gpu_node_products(hostvars, hosts, fact='nvidia_smi'):
     return cluster_addons.gpu_node_products(hostvars, hosts, fact)
 
 
-def verify_expected_capacity(hostvars, hosts, mig_strategy, replicas, resource='nvidia.com/gpu'):
+def verify_expected_capacity(hostvars, hosts, mig_strategy, replicas, resource='nvidia.com/gpu', sharing=None):
     try:
-        return cluster_addons.expected_capacity(hostvars, hosts, mig_strategy, replicas, resource)
+        return cluster_addons.expected_capacity(hostvars, hosts, mig_strategy, replicas, resource,
+                                                cluster_addons.sharing_capacity(sharing, hosts))
     except (KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError('baremetal.gpu.verify_expected_capacity: %s' % exc)
 
@@ -60,6 +61,16 @@ def device_list_strategy(requested, hostvars=None, hosts=None):
         return cluster_addons.device_list_strategy(requested, hostvars, hosts)
     except ValueError as exc:
         raise AnsibleFilterError('baremetal.gpu.device_list_strategy: %s' % exc)
+
+
+def device_plugin_sharing(profiles, default_profile, mig_strategy, gfd_enabled, hostvars=None, hosts=None,
+                          time_slicing_enabled=False):
+    return cluster_addons.sharing_plan(profiles, default_profile, mig_strategy, gfd_enabled, hostvars, hosts,
+                                       time_slicing_enabled)
+
+
+def device_plugin_sharing_labels(nodes, labels, hostvars=None, hosts=None):
+    return cluster_addons.sharing_label_changes(nodes, labels or {}, hostvars, hosts)
 
 
 def crds_served(crd_names, api_versions):
@@ -127,6 +138,8 @@ class FilterModule(object):
             'crds_served': crds_served,
             'dcgm_dashboard': dcgm_dashboard,
             'device_list_strategy': device_list_strategy,
+            'device_plugin_sharing': device_plugin_sharing,
+            'device_plugin_sharing_labels': device_plugin_sharing_labels,
             'gpu_class': gpu_class,
             'gpu_health_quarantine': gpu_health_quarantine,
             'gpu_health_remediation': gpu_health_remediation,

@@ -194,19 +194,39 @@ def _owner(obj):
     return {'kind': 'none', 'text': 'no owner recorded (no %s label)' % MANAGED_BY}
 
 
-def expected_capacity(hostvars, hosts, mig_strategy, replicas, resource='nvidia.com/gpu'):
+def sharing_capacity(plan, hosts):
+    """Per GPU host, what its sharing profile makes the device plugin advertise (``plan``: sharing_plan's result):
+    {host: {'replicas', 'resource', 'profile'}}; nvidia.com/gpu.shared when the profile renames by default. Empty
+    without profiles."""
+    if not (plan or {}).get('configs'):
+        return {}
+    out = {}
+    for host in hosts or []:
+        name = plan['labels'].get(host, plan['default'])
+        sharing = (plan['configs'].get(name) or {}).get('sharing') or {}
+        kind = (sharing.get('timeSlicing') or sharing.get('mps') or {})
+        replicas = (kind.get('resources') or [{}])[0].get('replicas', 1)
+        out[host] = {'replicas': int(replicas), 'profile': name,
+                     'resource': 'nvidia.com/gpu.shared' if kind.get('renameByDefault') else 'nvidia.com/gpu'}
+    return out
+
+
+def expected_capacity(hostvars, hosts, mig_strategy, replicas, resource='nvidia.com/gpu', per_host=None):
     """What each GPU node must advertise (verify's cluster checks), from what nvidia-smi showed on it (its
     ``verify_observed`` fact): ``device_plugin_gpus[mig_strategy]`` (GPUs, or MIG devices with the single strategy)
     times ``replicas``. One row per host: ``host``, ``node``, ``check`` (compare the node's capacity), ``refused``
     (the device plugin refuses such a node), ``gpus``, ``units``, ``expected``, ``gfd_count`` (the
-    nvidia.com/gpu.count label GFD sets; None with the mixed strategy), ``reason`` when not checked."""
-    replicas = int(replicas)
+    nvidia.com/gpu.count label GFD sets; None with the mixed strategy), ``replicas`` and ``resource`` (the host's,
+    from ``per_host`` (sharing_capacity) when its pool has a profile, else ``replicas`` and ``resource``),
+    ``reason`` when not checked."""
     rows = []
     for host in hosts or []:
         host_vars = hostvars[host] if host in hostvars else {}
         seen = host_vars.get('verify_observed')
+        pool = (per_host or {}).get(host) or {}
+        host_replicas = int(pool.get('replicas', replicas))
         row = {'host': host, 'check': False, 'refused': False, 'gpus': 0, 'units': None, 'expected': None,
-               'gfd_count': None}
+               'gfd_count': None, 'replicas': host_replicas, 'resource': pool.get('resource', resource)}
         if seen is None:
             row.update(node=host_vars.get('baremetal_gpu_node_name') or host,
                        reason='nvidia-smi was not read there (the node checks did not run on it)')
@@ -226,7 +246,7 @@ def expected_capacity(hostvars, hosts, mig_strategy, replicas, resource='nvidia.
             row['reason'] = ('every GPU has MIG on; with verify_mig_strategy=mixed its MIG devices are advertised as '
                              'nvidia.com/mig-<profile>, which is not checked')
         else:
-            row.update(check=True, expected=int(units) * replicas,
+            row.update(check=True, expected=int(units) * host_replicas,
                        gfd_count=None if mig_strategy == 'mixed' else int(units))
         rows.append(row)
     return rows
@@ -388,3 +408,183 @@ def promql_value_in(selector, values):
         else:
             terms.append('%s >= %d <= %d' % (selector, low, high))
     return ' or '.join(terms)
+
+
+# ---- GPU sharing per node pool (device_plugin_sharing_profiles) --------------------------------------------------
+
+# What a profile may share a GPU as: whole GPUs, time-slicing, MPS. Named configs of the device plugin's config file
+# (version v1), one per profile, in the chart's config.map; each Node picks one by SHARING_LABEL, the rest take
+# config.default (the chart's config-manager sidecar switches the plugin live when the label changes).
+SHARING_KINDS = ('none', 'time-slicing', 'mps')
+SHARING_LABEL = 'nvidia.com/device-plugin.config'
+SHARING_HOST_VAR = 'baremetal_gpu_sharing_profile'
+SHARING_DEFAULT_NAME = 'whole'
+_PROFILE_KEYS = ('sharing', 'replicas', 'rename_by_default', 'fail_requests_greater_than_one')
+# A label value (the profile name is one): 63 characters at most, alphanumerics at both ends.
+_LABEL_VALUE = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')
+
+
+def _int(value):
+    if isinstance(value, bool):
+        raise ValueError(value)
+    return int(str(value).strip())
+
+
+def sharing_config(profile, mig_strategy):
+    """The device plugin's config file (version v1) for one validated profile."""
+    config = {'version': 'v1', 'flags': {'migStrategy': mig_strategy}}
+    kind = profile.get('sharing', 'none')
+    resources = [{'name': 'nvidia.com/gpu', 'replicas': _int(profile.get('replicas'))}] if kind != 'none' else []
+    if kind == 'time-slicing':
+        config['sharing'] = {'timeSlicing': {
+            'renameByDefault': _truthy(profile.get('rename_by_default', False)),
+            'failRequestsGreaterThanOne': _truthy(profile.get('fail_requests_greater_than_one', False)),
+            'resources': resources}}
+    elif kind == 'mps':
+        config['sharing'] = {'mps': {'renameByDefault': _truthy(profile.get('rename_by_default', False)),
+                                     'resources': resources}}
+    return config
+
+
+def sharing_plan(profiles, default_profile, mig_strategy, gfd_enabled, hostvars=None, hosts=None,
+                 time_slicing_enabled=False):
+    """The device plugin's configuration per node pool, from ``device_plugin_sharing_profiles`` (name -> {sharing:
+    none|time-slicing|mps, replicas, rename_by_default, fail_requests_greater_than_one}), the default profile of a
+    GPU node that names none (``device_plugin_sharing_default_profile``, '' for whole GPUs) and each GPU host's
+    ``baremetal_gpu_sharing_profile``.
+
+    Returns {configs: {name: config}, default, labels: {host: profile}, mps, errors}; ``errors`` name the variable
+    and are refused before any change by the caller. No profiles: nothing ({configs: {}}; the cluster-wide
+    device_plugin_time_slicing_* still apply)."""
+    profiles = profiles or {}
+    errors = []
+    if not isinstance(profiles, dict):
+        return {'configs': {}, 'default': '', 'labels': {}, 'mps': False,
+                'errors': ['device_plugin_sharing_profiles must be a dict of profile name -> settings, got %s'
+                           % type(profiles).__name__]}
+    hosts = list(hosts or [])
+    named = {}
+    for host in hosts:
+        value = _host_value(hostvars or {}, host, SHARING_HOST_VAR)
+        if value not in (None, ''):
+            named[host] = str(value)
+    if not profiles:
+        if named or default_profile:
+            errors.append('%s names a sharing profile, but device_plugin_sharing_profiles defines none'
+                          % ('device_plugin_sharing_default_profile' if default_profile and not named
+                             else '%s of %s' % (SHARING_HOST_VAR, ', '.join(sorted(named)))))
+        return {'configs': {}, 'default': '', 'labels': {}, 'mps': False, 'errors': errors}
+    if _truthy(time_slicing_enabled):
+        errors.append('device_plugin_time_slicing_enabled (one sharing for the whole cluster) and '
+                      'device_plugin_sharing_profiles (sharing per node pool) cannot be combined: give the time-slicing '
+                      'as a profile')
+    configs = {}
+    for name in sorted(profiles, key=str):
+        profile = profiles[name]
+        where = 'device_plugin_sharing_profiles.%s' % name
+        if not _LABEL_VALUE.match(str(name)):
+            errors.append('%s: a profile name is a Kubernetes label value (at most 63 letters, digits, -, _ or ., '
+                          'starting and ending with a letter or digit)' % where)
+            continue
+        if not isinstance(profile, dict):
+            errors.append('%s must be a dict (sharing, replicas, ...), got %s' % (where, type(profile).__name__))
+            continue
+        unknown = sorted(set(profile) - set(_PROFILE_KEYS))
+        if unknown:
+            errors.append('%s: unknown setting %s (known: %s)' % (where, ', '.join(unknown), ', '.join(_PROFILE_KEYS)))
+        kind = str(profile.get('sharing', 'none'))
+        if kind not in SHARING_KINDS:
+            errors.append('%s.sharing must be one of %s, got %s' % (where, ', '.join(SHARING_KINDS), kind))
+            continue
+        if kind != 'none':
+            try:
+                replicas = _int(profile.get('replicas'))
+            except (TypeError, ValueError):
+                replicas = None
+            if replicas is None or replicas < 2:
+                errors.append('%s.replicas must be a number, 2 or more, for %s, got %s'
+                              % (where, kind, profile.get('replicas')))
+                continue
+        if kind == 'mps' and mig_strategy != 'none':
+            errors.append('%s: MPS does not work on MIG devices (device_plugin_mig_strategy is %s): use time-slicing, '
+                          'or whole GPUs for this pool' % (where, mig_strategy))
+            continue
+        if kind == 'mps' and not _truthy(gfd_enabled):
+            errors.append('%s: MPS needs GPU Feature Discovery (device_plugin_gfd_enabled): the MPS control daemon runs '
+                          'only on the nodes GFD labels nvidia.com/mps.capable' % where)
+            continue
+        if kind == 'time-slicing' and mig_strategy == 'mixed':
+            errors.append('%s: time-slicing shares nvidia.com/gpu only; with device_plugin_mig_strategy=mixed the '
+                          'resources are nvidia.com/mig-*' % where)
+            continue
+        configs[str(name)] = sharing_config(profile, mig_strategy)
+    default = str(default_profile or '')
+    if default and default not in profiles:
+        errors.append('device_plugin_sharing_default_profile is %s, which device_plugin_sharing_profiles does not '
+                      'define (defined: %s)' % (default, ', '.join(sorted(map(str, profiles)))))
+    if not default:
+        default = SHARING_DEFAULT_NAME
+        if default in profiles and str(profiles[default].get('sharing', 'none') if isinstance(profiles[default], dict)
+                                       else '') != 'none':
+            errors.append('device_plugin_sharing_profiles.%s is not whole GPUs (sharing none), but it is the name of the '
+                          'default for nodes that name no profile: set device_plugin_sharing_default_profile, or '
+                          'rename it' % default)
+        configs.setdefault(default, sharing_config({'sharing': 'none'}, mig_strategy))
+    for host, name in sorted(named.items()):
+        if name not in profiles:
+            errors.append('%s of %s is %s, which device_plugin_sharing_profiles does not define (defined: %s)'
+                          % (SHARING_HOST_VAR, host, name, ', '.join(sorted(map(str, profiles)))))
+    used = set(named.values()) | {default}
+    mps = any('mps' in (configs.get(name) or {}).get('sharing', {}) for name in used)
+    return {'configs': configs, 'default': default, 'labels': named, 'mps': mps, 'errors': errors}
+
+
+# Our mark on a Node whose SHARING_LABEL this collection set: only such a label is changed or removed later.
+SHARING_MARK = 'baremetal.gpu/device-plugin-config'
+
+
+def _host_node_names(hostvars, host):
+    """The names a GPU host's Node may have, in order: baremetal_gpu_node_name, the host's node name (facts), the
+    inventory name (as the maintenance engine maps hosts, without the addresses)."""
+    names = [_host_value(hostvars or {}, host, 'baremetal_gpu_node_name'), _host_value(hostvars or {}, host, 'nodename'),
+             host]
+    return [str(n) for n in names if n]
+
+
+def sharing_label_changes(nodes, labels, hostvars, hosts):
+    """The Node label changes that make each GPU host's Node carry its profile (``labels``: host -> profile, from
+    sharing_plan) as SHARING_LABEL, from the Nodes as read (``nodes``).
+
+    Only the Nodes of ``hosts`` are touched. A label we set (SHARING_MARK on the Node) is changed or removed as the
+    inventory says; a label someone else set is never changed: a different value is refused (error), the same value
+    is left as it is, unmarked. Returns {patches: [{node, host, labels, annotations}], errors, unmapped}: a patch is a
+    JSON merge patch of metadata (null removes)."""
+    from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import map_node  # pylint: disable=import-outside-toplevel
+    nodes = list(nodes or [])
+    by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in nodes)
+    patches, errors, unmapped = [], [], []
+    for host in hosts or []:
+        mapped = map_node(host, _host_node_names(hostvars, host), [], nodes)
+        if not mapped:
+            if host in labels:
+                unmapped.append(host)
+            continue
+        meta = by_name[mapped['name']].get('metadata') or {}
+        current = (meta.get('labels') or {}).get(SHARING_LABEL)
+        ours = (meta.get('annotations') or {}).get(SHARING_MARK) == 'true'
+        wanted = labels.get(host)
+        if current == wanted and (ours or wanted is None):
+            continue
+        if current is not None and not ours:
+            if wanted is not None and current != wanted:
+                errors.append('Node %s (host %s) has %s=%s, set by someone else; the inventory asks for %s. Remove that '
+                              'label, or set baremetal_gpu_sharing_profile of %s to %s'
+                              % (mapped['name'], host, SHARING_LABEL, current, wanted, host, current))
+            continue
+        if wanted is None:
+            patches.append({'node': mapped['name'], 'host': host, 'labels': {SHARING_LABEL: None},
+                            'annotations': {SHARING_MARK: None}})
+        else:
+            patches.append({'node': mapped['name'], 'host': host, 'labels': {SHARING_LABEL: wanted},
+                            'annotations': {SHARING_MARK: 'true'}})
+    return {'patches': patches, 'errors': errors, 'unmapped': unmapped}

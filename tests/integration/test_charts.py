@@ -92,7 +92,12 @@ GPU_NODES = {
                                            "container_toolkit_cdi": {"enabled": True}}},
     "gpu_nodes_geforce": {"gf-gpu-01": {"nvidia_smi": {"gpus": [{"name": "NVIDIA GeForce RTX 3090"}]},
                                         "container_toolkit_cdi": {"enabled": False}}},
+    # Three pools: training keeps whole GPUs (the default), inference shares by MPS, development by time-slicing.
+    "gpu_nodes_pools": {"train-01": {}, "infer-01": {"baremetal_gpu_sharing_profile": "mps2"},
+                        "dev-01": {"baremetal_gpu_sharing_profile": "ts4"}},
 }
+POOLS = {"whole": {"sharing": "none"}, "ts4": {"sharing": "time-slicing", "replicas": 4},
+         "mps2": {"sharing": "mps", "replicas": 2}}
 COMMON = {"kube_prometheus_grafana_admin_password": PASSWORD}
 VARIANTS = {
     # GPU class from the nodes' nvidia_smi facts (auto), NFD auto (render: installed), CDI on: cdi-cri.
@@ -107,6 +112,9 @@ VARIANTS = {
     "time-slicing": dict(COMMON, dcgm_exporter_gpu_class="datacenter", device_plugin_nfd="install",
                          device_plugin_time_slicing_enabled="true", device_plugin_time_slicing_replicas="8",
                          device_plugin_time_slicing_rename_by_default="true"),
+    # Sharing per node pool (device_plugin_sharing_profiles): one named config per profile, whole GPUs by default.
+    "pools": dict(COMMON, dcgm_exporter_gpu_class="datacenter", cluster_addons_gpu_nodes_group="gpu_nodes_pools",
+                  device_plugin_nfd="install", device_plugin_sharing_profiles=POOLS),
     # MIG single, CDI through annotations, a Grafana admin Secret the site manages.
     "mig": {"dcgm_exporter_gpu_class": "datacenter", "device_plugin_mig_strategy": "single",
             "device_plugin_device_list_strategy": "cdi-annotations",
@@ -117,6 +125,8 @@ EXPECT = {
     "geforce": {"class": "geforce", "nfd": False, "strategy": "envvar", "mig": "none", "replicas": None},
     "time-slicing": {"class": "datacenter", "nfd": True, "strategy": "cdi-cri", "mig": "none", "replicas": 8},
     "mig": {"class": "datacenter", "nfd": True, "strategy": "cdi-annotations", "mig": "single", "replicas": None},
+    "pools": {"class": "datacenter", "nfd": True, "strategy": "cdi-cri", "mig": "none", "replicas": None,
+              "pools": {"default": "whole", "configs": {"whole": None, "ts4": ("timeSlicing", 4), "mps2": ("mps", 2)}}},
 }
 HOSTS = ["%s-dp%s" % (v, p) for p in DEVICE_PLUGIN_PINS for v in VARIANTS]
 FULL_HOSTS = [h for h in HOSTS if h.endswith("-dp" + PINS["nvidia-device-plugin"])]
@@ -404,7 +414,27 @@ def test_device_plugin_settings_reach_the_pods(rendered, host):
     if expect["strategy"].startswith("cdi"):
         assert any(m["mountPath"] == "/var/run/cdi" for m in ctr.get("volumeMounts", []))
     configs = [c for c in by_kind(objs, "ConfigMap") if c["metadata"]["name"].endswith("-configs")]
-    if expect["replicas"]:
+    if expect.get("pools"):
+        # One named config per profile in the chart's ConfigMap, the default one named, the config-manager sidecar
+        # switching by the Node label, and the MPS control daemon with the host's PID namespace (a pool uses MPS).
+        cm, = configs
+        assert sorted(cm["data"]) == sorted(expect["pools"]["configs"])
+        for name, kind in expect["pools"]["configs"].items():
+            config = yaml.safe_load(cm["data"][name])
+            assert config["version"] == "v1" and config["flags"]["migStrategy"] == "none"
+            if kind is None:
+                assert "sharing" not in config, config
+            else:
+                res, = config["sharing"][kind[0]]["resources"]
+                assert res == {"name": "nvidia.com/gpu", "replicas": kind[1]}
+        pod = plugin["spec"]["template"]["spec"]
+        managers = [c for c in pod.get("initContainers", []) + pod["containers"] if c["name"].startswith("config-manager")]
+        assert managers and all({e["name"]: e.get("value") for e in m["env"]}["DEFAULT_CONFIG"] == "whole" for m in managers)
+        assert all({e["name"]: e.get("value") for e in m["env"]}["NODE_LABEL"]
+                   == "nvidia.com/device-plugin.config" for m in managers)
+        mps = [d for d in by_kind(objs, "DaemonSet") if "mps-control-daemon" in d["metadata"]["name"]]
+        assert mps and mps[0]["spec"]["template"]["spec"].get("hostPID") is True, [d["metadata"]["name"] for d in mps]
+    elif expect["replicas"]:
         cm, = configs
         sharing = yaml.safe_load(cm["data"]["time-slicing"])
         res, = sharing["sharing"]["timeSlicing"]["resources"]

@@ -360,3 +360,100 @@ def test_verify_expected_capacity_from_real_captures():
                                      'device_plugin_gpus': {'none': 2, 'single': None, 'mixed': 1}}}}
     refused = cluster_addons.expected_capacity(odd, ['n'], 'single', 1)[0]
     assert refused['refused'] and 'verify_mig_strategy=single (s)' in refused['reason']
+
+
+# ---- sharing per node pool -------------------------------------------------------------------------------------
+
+POOLS = {'whole': {'sharing': 'none'}, 'ts4': {'sharing': 'time-slicing', 'replicas': 4},
+         'mps2': {'sharing': 'mps', 'replicas': '2'}}
+
+
+def test_sharing_plan_of_three_pools():
+    hostvars = {'train-1': {}, 'infer-1': {'baremetal_gpu_sharing_profile': 'mps2'},
+                'dev-1': {'baremetal_gpu_sharing_profile': 'ts4'}}
+    plan = cluster_addons.sharing_plan(POOLS, '', 'none', True, hostvars, ['train-1', 'infer-1', 'dev-1'])
+    assert plan['errors'] == [] and plan['default'] == 'whole' and plan['mps'] is True
+    assert plan['labels'] == {'infer-1': 'mps2', 'dev-1': 'ts4'}
+    assert plan['configs']['whole'] == {'version': 'v1', 'flags': {'migStrategy': 'none'}}
+    assert plan['configs']['ts4']['sharing'] == {'timeSlicing': {
+        'renameByDefault': False, 'failRequestsGreaterThanOne': False,
+        'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}
+    assert plan['configs']['mps2']['sharing'] == {'mps': {
+        'renameByDefault': False, 'resources': [{'name': 'nvidia.com/gpu', 'replicas': 2}]}}
+    # No pool uses MPS: the MPS pieces stay off.
+    assert cluster_addons.sharing_plan(POOLS, 'ts4', 'none', True, {'a': {}}, ['a'])['mps'] is False
+
+
+def test_sharing_plan_refusals_name_the_variable():
+    def errors(profiles, default='', mig='none', gfd=True, hostvars=None, ts=False):
+        return cluster_addons.sharing_plan(profiles, default, mig, gfd, hostvars or {}, list(hostvars or {}),
+                                           time_slicing_enabled=ts)['errors']
+    assert 'device_plugin_sharing_profiles.m.replicas must be a number, 2 or more, for mps, got 1' in errors(
+        {'m': {'sharing': 'mps', 'replicas': 1}})
+    assert 'MPS does not work on MIG devices' in errors({'m': {'sharing': 'mps', 'replicas': 2}}, mig='single')[0]
+    assert 'MPS needs GPU Feature Discovery' in errors({'m': {'sharing': 'mps', 'replicas': 2}}, gfd=False)[0]
+    assert 'with device_plugin_mig_strategy=mixed' in errors({'t': {'sharing': 'time-slicing', 'replicas': 2}},
+                                                             mig='mixed')[0]
+    assert errors({'x': {'sharing': 'mig'}})[0].startswith('device_plugin_sharing_profiles.x.sharing must be one of')
+    assert 'unknown setting replica' in errors({'t': {'sharing': 'time-slicing', 'replica': 2, 'replicas': 2}})[0]
+    assert 'label value' in errors({'Bad Name': {'sharing': 'none'}})[0]
+    assert errors(POOLS, default='gold')[0].startswith('device_plugin_sharing_default_profile is gold')
+    unknown = errors(POOLS, hostvars={'n1': {'baremetal_gpu_sharing_profile': 'ts8'}})
+    assert unknown == ['baremetal_gpu_sharing_profile of n1 is ts8, which device_plugin_sharing_profiles does not '
+                       'define (defined: mps2, ts4, whole)']
+    assert 'cannot be combined' in errors(POOLS, ts=True)[0]
+    assert 'defines none' in cluster_addons.sharing_plan({}, '', 'none', True, {'n1': {
+        'baremetal_gpu_sharing_profile': 'ts4'}}, ['n1'])['errors'][0]
+    assert 'is not whole GPUs' in errors({'whole': {'sharing': 'time-slicing', 'replicas': 2}})[0]
+    # No profiles and nothing named: nothing to do (the cluster-wide time-slicing still applies).
+    assert cluster_addons.sharing_plan({}, '', 'none', True, {}, []) == {
+        'configs': {}, 'default': '', 'labels': {}, 'mps': False, 'errors': []}
+
+
+def _node(name, labels=None, annotations=None, hostname=None):
+    labels = dict(labels or {})
+    labels['kubernetes.io/hostname'] = hostname or name
+    return {'metadata': {'name': name, 'labels': labels, 'annotations': dict(annotations or {})}}
+
+
+def test_sharing_label_changes_touch_only_our_hosts_and_our_labels():
+    mark = {cluster_addons.SHARING_MARK: 'true'}
+    label = cluster_addons.SHARING_LABEL
+    nodes = [_node('gpu-a'), _node('k8s-b', hostname='gpu-b'), _node('gpu-c', {label: 'ts4'}, mark),
+             _node('gpu-d', {label: 'mps2'}), _node('gpu-e', {label: 'ts4'}), _node('cpu-1', {label: 'ts4'}, mark)]
+    hostvars = {'gpu-a': {}, 'gpu-b': {}, 'gpu-c': {}, 'gpu-d': {}, 'gpu-e': {}, 'gpu-x': {}}
+    labels = {'gpu-a': 'ts4', 'gpu-b': 'mps2', 'gpu-d': 'mps2', 'gpu-e': 'ts4', 'gpu-x': 'ts4'}
+    out = cluster_addons.sharing_label_changes(nodes, labels, hostvars, sorted(hostvars))
+    assert out['patches'] == [
+        {'node': 'gpu-a', 'host': 'gpu-a', 'labels': {label: 'ts4'}, 'annotations': mark},
+        # mapped through its kubernetes.io/hostname label
+        {'node': 'k8s-b', 'host': 'gpu-b', 'labels': {label: 'mps2'}, 'annotations': mark},
+        # ours, no longer in the inventory: removed with our mark
+        {'node': 'gpu-c', 'host': 'gpu-c', 'labels': {label: None}, 'annotations': {cluster_addons.SHARING_MARK: None}}]
+    # gpu-d and gpu-e already carry what the inventory asks, set by someone else: left alone, not adopted; cpu-1 is no
+    # GPU host of ours; gpu-x has no Node.
+    assert out['errors'] == [] and out['unmapped'] == ['gpu-x']
+    # Someone else's label with another value: refused, naming the Node and what to do.
+    refused = cluster_addons.sharing_label_changes([_node('gpu-d', {label: 'mps2'})], {'gpu-d': 'ts4'}, {}, ['gpu-d'])
+    assert refused['patches'] == [] and refused['errors'][0].startswith(
+        'Node gpu-d (host gpu-d) has nvidia.com/device-plugin.config=mps2, set by someone else')
+
+
+def test_expected_capacity_per_pool():
+    seen = {'status': 'ok', 'gpu_count': 2, 'node_name': None, 'summary': '2 GPUs',
+            'device_plugin_gpus': {'none': 2, 'single': 2, 'mixed': 2}}
+    hostvars = dict((h, {'verify_observed': dict(seen, node_name=h)}) for h in ('train-1', 'infer-1', 'dev-1'))
+    hostvars['dev-1']['baremetal_gpu_sharing_profile'] = 'ts4'
+    hostvars['infer-1']['baremetal_gpu_sharing_profile'] = 'mps2'
+    pools = dict(POOLS, ts4={'sharing': 'time-slicing', 'replicas': 4, 'rename_by_default': True})
+    hosts = ['train-1', 'infer-1', 'dev-1']
+    plan = cluster_addons.sharing_plan(pools, '', 'none', True, hostvars, hosts)
+    rows = dict((r['host'], r) for r in cluster_addons.expected_capacity(
+        hostvars, hosts, 'none', 1, 'nvidia.com/gpu', cluster_addons.sharing_capacity(plan, hosts)))
+    assert (rows['train-1']['expected'], rows['train-1']['resource']) == (2, 'nvidia.com/gpu')
+    assert (rows['infer-1']['expected'], rows['infer-1']['resource']) == (4, 'nvidia.com/gpu')
+    assert (rows['dev-1']['expected'], rows['dev-1']['resource']) == (8, 'nvidia.com/gpu.shared')
+    # Without profiles the cluster-wide replicas and resource apply, as before.
+    flat = cluster_addons.expected_capacity(hostvars, hosts, 'none', 3, 'nvidia.com/gpu', cluster_addons.sharing_capacity(
+        cluster_addons.sharing_plan({}, '', 'none', True, {}, []), hosts))
+    assert [r['expected'] for r in flat] == [6, 6, 6]
