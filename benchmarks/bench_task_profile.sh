@@ -7,7 +7,7 @@
 #   bash benchmarks/bench_task_profile.sh                      # the integration suite (about 21 minutes idle)
 #   bash benchmarks/bench_task_profile.sh python3 -m pytest -q tests/integration/test_render.py
 #
-# Used in session 13 (docs/benchmarks.md): the cluster roles' render writes were 17 % of the suite.
+# It found the cluster roles' render writes at 17 % of the suite (docs/benchmarks.md).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -54,7 +54,7 @@ node_layout() {
   case $1 in
     debian12) echo "list linux-image-amd64" ;;
     debian13) echo "deb822 linux-image-amd64" ;;
-    # Pinned too (issue 19 items 1 and 5, tested for real in molecule/nvidia_driver_jammy): 5.15.0-203, whose
+    # Pinned too (tested for real in molecule/nvidia_driver_jammy): 5.15.0-203, whose
     # prebuilt NVIDIA module packages download, one ABI below jammy's newest, 5.15.0-204, whose packages the
     # archive lists but answers 404 for (seen 2026-11-23 on noble's 6.8.0-151, 2026-11-28 on jammy's 5.15.0-204).
     # The scenario converges prebuilt on 203, then brings 204 through apt alone, and auto's next run switches the

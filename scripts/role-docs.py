@@ -13,13 +13,13 @@ Checks per role (public roles; roles whose name starts with "_" are internal):
     defaults agree (an option with no default in defaults/main.yml must not
     declare one either);
   - README.md holds the generated table between the markers.
-Checks per entry point (every one of meta/argument_specs.yml, issue 22 item 5):
+Checks per entry point (every one of meta/argument_specs.yml):
   - tasks/<entry point>.yml exists, and every option has a type, a description, and elements when a list;
   - an option that defaults/main.yml also sets has the same default there;
   - every include_role / import_role of a collection role with tasks_from (roles, playbooks, molecule) names an
     entry point of that role's argument_specs, so that ansible checks its inputs.
 
-The OS support matrix (issue 14 item 13): OS_MATRIX in plugins/module_utils/support.py is the only list
+The OS support matrix: OS_MATRIX in plugins/module_utils/support.py is the only list
 of supported operating systems. This script
   - writes the table of README.md between <!-- BEGIN OS MATRIX --> and <!-- END OS MATRIX --> from it;
   - writes meta/main.yml galaxy_info.platforms of every host role (HOST_ROLES) from OS_MATRIX
@@ -27,11 +27,11 @@ of supported operating systems. This script
   - checks that every role's meta/main.yml min_ansible_version is the floor of meta/runtime.yml
     requires_ansible (the roles said 2.17 while the collection requires 2.19).
 
-The cluster components (issue 22 item 4): CLUSTER_COMPONENTS in plugins/module_utils/support.py is the one ordered list;
+The cluster components: CLUSTER_COMPONENTS in plugins/module_utils/support.py is the one ordered list;
 this script writes the choices of cluster_addons' _cluster_addons_role and README.md's table between
 <!-- BEGIN CLUSTER COMPONENTS --> and <!-- END CLUSTER COMPONENTS --> from it (with --check, fails where they differ).
 
-The chart pins (issue 22 item 5: version pins appear in prose only through generated tables): the table of
+The chart pins (version pins appear in prose only through generated tables): the table of
 docs/charts.md between <!-- BEGIN CHART PINS --> and <!-- END CHART PINS --> is written from where each pin lives
 (chart_roles(): the role's defaults, or for dcgm-exporter DCGM_EXPORTER in plugins/module_utils/support.py); the
 prose names "the pinned chart" and links that table.

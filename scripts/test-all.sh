@@ -180,7 +180,7 @@ remove_instances() {
   podman ps -a --format '{{.Names}}' | grep -E "^$1-" | xargs -r podman rm -f -t 5 >/dev/null 2>&1
 }
 
-# Converge once, reuse (issue 17 item 2). A producer's named nodes are committed to images (podman
+# Converge once, reuse. A producer's named nodes are committed to images (podman
 # commit) after the whole scenario passed, and its consumers start from them through
 # BAREMETAL_CONVERGED_<NODE> (their molecule.yml), held back by scripts/run-scenarios.py until the
 # producer has finished. A consumer whose producer failed or was not run converges its own nodes
@@ -394,7 +394,7 @@ elif check "$charts_row" python3 -m pytest -p no:cacheprovider -q -rs tests/inte
   record "$charts_row" "NOT RUN" 0 "$(grep -m1 -o 'NOT RUN: .*' "$LOGS/$(slug "$charts_row").log")"
 fi
 check "collection build and install" bash scripts/check-build.sh
-# The collection as Galaxy and the docsite see it (issue 21): antsibull-docs' lint of every plugin's and
+# The collection as Galaxy and the docsite see it: antsibull-docs' lint of every plugin's and
 # role's documentation, and galaxy-importer on the built tarball (their own venv: scripts/galaxy-venv.sh).
 check "docs lint (antsibull-docs)" bash scripts/check-docs.sh
 check "galaxy import (galaxy-importer)" bash scripts/check-galaxy.sh

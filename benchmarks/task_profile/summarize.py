@@ -3,8 +3,7 @@
 
     python3 benchmarks/task_profile/summarize.py LOG [TOP]
 
-With TASK_PROFILE_COUNT_ACTION=<module> set for the run, it also counts that module's runs per host (issue 22:
-nvidia-smi once per node in a site.yml run).
+With TASK_PROFILE_COUNT_ACTION=<module> set for the run, it also counts that module's runs per host (nvidia-smi once per node in a site.yml run).
 """
 import collections
 import json

@@ -12,7 +12,7 @@ name: input_errors
 short_description: The refusals of a role's input rule table, read against the role's variables
 version_added: 0.5.0
 description:
-  - A role's input checks are data (issue 22), a rule table in its C(vars/main.yml). This lookup reads each rule's
+  - A role's input checks are data, a rule table in its C(vars/main.yml). This lookup reads each rule's
     variable (unset is null) and returns the message of every rule the values fail, in the table's order; the role
     refuses before any change when the list is not empty.
   - "Each rule has C(var) (the variable), C(check) and C(message) (C({value}) in it is replaced by the value as Jinja's

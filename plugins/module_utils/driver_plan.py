@@ -193,7 +193,7 @@ def plan(settings, os_data, facts, apt=None, today=None):
         reason = 'undecided until apt says which prebuilt module packages exist'
     else:
         # A package the index lists but whose file the archive does not serve (apt_sources_info's fetch) is as
-        # good as absent: the install would fail after the simulation said yes (issue 19 item 5).
+        # good as absent: the install would fail after the simulation said yes.
         unfetchable = (apt or {}).get('fetch_errors') or {}
         missing = [{'kernel': k, 'package': prebuilt_names.get(k, ''),
                     'fetch_error': unfetchable.get(prebuilt_names.get(k, ''), '')} for k in kernels

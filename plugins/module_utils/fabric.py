@@ -192,7 +192,7 @@ def pins(decision, policy, driver_version):
 
 
 def report(system_kind, smi):
-    """What preflight's report says of the NVLink fabric (issue 19: "preflight's report shows ... the fabric state").
+    """What preflight's report says of the NVLink fabric ("preflight's report shows ... the fabric state").
 
     ``system_kind``: gpu_node_facts' ``system_kind`` (``hgx_nvswitch``, ``pcie``, ``none``). ``smi``: the result of
     baremetal.gpu.nvidia_smi with allow_no_gpu (``status``, ``reason``, ``gpus``), or None / a skipped result when the

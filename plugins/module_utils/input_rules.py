@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, baremetal.gpu maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Input checks as data (issue 22 item 1): a role's rule table, read against the values of its variables.
+"""Input checks as data: a role's rule table, read against the values of its variables.
 
 A rule is a mapping:
 

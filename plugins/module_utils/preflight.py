@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, baremetal.gpu maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The preflight role's findings (issue 22 item 1: once two Jinja templates): what blocks a node from becoming a GPU
+"""The preflight role's findings (once two Jinja templates): what blocks a node from becoming a GPU
 node, and what needs attention without blocking, from the node's preflight report (roles/preflight/tasks/probe.yml:
 gpu_node_facts, the OS matrix row and nvidia_driver's read-only plan)."""
 

@@ -20,7 +20,7 @@ description:
   - A file is written only when its bytes differ (to a temporary file beside it, then renamed over it), its mode
     set only when it differs; a second run with the same files changes nothing.
   - One module run for a whole directory, where a C(template) task per file runs two (the cluster roles' render
-    mode writes about ten files a release; issue 22 and the make test budget, docs/benchmarks.md).
+    mode writes about ten files a release; the make test budget, docs/benchmarks.md).
   - The content of O(secret_files) is never logged nor shown in a diff; their names are.
 author:
   - baremetal.gpu maintainers (@baremetal-gpu)

@@ -6,7 +6,7 @@
 ansible-core runs each task in a worker process of its own (a fork), and a worker that resolves any filter of this
 collection loads every filter plugin file of it (plugins/filter/*.py), compiling them and whatever they import from
 source: the collection loader keeps no bytecode. Imported at the top of the filter files, the module_utils behind all
-of them cost every such task about 0.09 CPU-seconds (docs/benchmarks.md, session 17); a filter file now names its
+of them cost every such task about 0.09 CPU-seconds (docs/benchmarks.md); a filter file now names its
 module_utils with LazyModule, and a task compiles only the ones its filters call.
 """
 from __future__ import absolute_import, division, print_function

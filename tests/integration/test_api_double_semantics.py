@@ -1,4 +1,4 @@
-"""The API double answers writes as the API server does (issue 18): Lease create/get/update, 409 AlreadyExists on a
+"""The API double answers writes as the API server does: Lease create/get/update, 409 AlreadyExists on a
 second create, 409 Conflict on an update with a stale or missing resourceVersion, resourceVersion bumped on every
 write. The Lease bodies are written by the collection's own planner (maintenance.lease_object)."""
 import json

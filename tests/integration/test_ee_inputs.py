@@ -1,4 +1,4 @@
-"""make ee (scripts/build-ee.sh) says what is missing by name, before anything starts (issue 21, bad inputs).
+"""make ee (scripts/build-ee.sh) says what is missing by name, before anything starts (bad inputs).
 
 The build itself, and a job run in the EE, are tested in molecule/execution_environment.
 """

@@ -1,5 +1,5 @@
 """nvidia_driver's reboot step (tasks/reboot.yml) on this machine, in check mode, with the node facts of a GPU
-node whose module does not load: issue 14 items 7 (a node that would reboot on every run) and 8 (-e strings).
+node whose module does not load: a node that would reboot on every run, and -e strings.
 
 The step runs through include_role tasks_from: reboot.yml. Nothing can reboot here: the play runs in check
 mode with a local connection and nvidia_driver_reboot_allow_local false, so the furthest a run can get is the
@@ -83,7 +83,7 @@ def test_reboot_disabled_as_an_e_string_only_reports(tmp_path):
 
 
 def test_a_second_driver_change_reboots_despite_the_first_changes_record(tmp_path):
-    # Issue 18: the record of the first change (written before its reboot, in another boot) was never removed on
+    # The record of the first change (written before its reboot, in another boot) was never removed on
     # the upgrade path; the second change then saw "the same reason again" and failed after apt had installed the
     # new branch. A module installed by this run is a new change: the role goes on to reboot (here it stops at the
     # refusal to reboot the machine running Ansible, the furthest a run can get on this machine).

@@ -1,4 +1,4 @@
-"""Own only what we made: a Helm release of the same name that this collection did not install (issue 18).
+"""Own only what we made: a Helm release of the same name that this collection did not install.
 
 The real helm binary (.bin/helm) reads the releases through the API stand-in (tests/integration/k8s_api_stub.py),
 from Secrets in Helm's own storage format (helm.sh/helm/v3 pkg/storage/driver/secrets.go: a Secret

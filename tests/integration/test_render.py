@@ -296,7 +296,7 @@ def test_grafana_password_never_in_clear(scenario):
     assert secret["metadata"]["namespace"] == "monitoring"
 
 
-# Jinja's delimiters, a percent sign and both quotes (issue 18): given `!unsafe`, as the README says a secret with
+# Jinja's delimiters, a percent sign and both quotes: given `!unsafe`, as the README says a secret with
 # `{{` or `{#` must be (Ansible templates every other variable: `{#...#}` would be cut out, `{{x}}` fail and be echoed).
 TRICKY = "Graf-{{pw}}-{#c#}-%-'q'-\"d\"-91"
 
@@ -793,7 +793,7 @@ def test_cluster_addons_refuses_to_run_alone(tmp_path):
 
 
 # Slices of the cluster layer by tag and switch (README "Run everything, or one layer"): each component's tasks carry
-# its role name. Before session 19, --tags device_plugin ran nothing at all (the API-host pick was untagged).
+# its role name. Before --tags device_plugin ran nothing at all (the API-host pick was untagged).
 @pytest.mark.parametrize("args, expected", [
     (["--tags", "device_plugin"], ["device_plugin"]),
     (["--skip-tags", "kube_prometheus"], [role for role in ROLES if role != "kube_prometheus"]),

@@ -51,7 +51,7 @@ def test_render_writes_what_would_go(tmp_path):
 
 
 def test_a_disabled_role_is_left_alone(tmp_path):
-    # The inventory says the cluster's kube-prometheus-stack is not ours (issue 18): the uninstall must not remove it.
+    # The inventory says the cluster's kube-prometheus-stack is not ours: the uninstall must not remove it.
     render = tmp_path / "render"
     res = run_playbook(PLAYBOOK, "-e", "cluster_addons_render_dir=%s" % render, "-e", "uninstall_host_enabled=false",
                        "-e", "cluster_addons_kube_prometheus_enabled=false", extra_env=NO_CLUSTER_ENV)

@@ -179,7 +179,7 @@ def site_like_playbook(tmp_path):
 
 
 def test_verify_reads_this_runs_reading_instead_of_nvidia_smi_again(tmp_path, api):
-    """Issue 22 (read once): in one run, verify checks the published reading; nvidia-smi ran once on the node."""
+    """Read once: in one run, verify checks the published reading; nvidia-smi ran once on the node."""
     res, out, prometheus = run_verify(tmp_path, api, "telegraf__tesla_p4.xml", ["nori"],
                                       {"verify_nvidia_smi_path": "", "verify_gpu_count": "1",
                                        "verify_driver_branch": "513", "verify_capacity_replicas": "1"},

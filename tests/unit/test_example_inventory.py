@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Issue 22 item 5, kept: the example inventory sets only what differs from the defaults; the rest are commented
+"""Kept: the example inventory sets only what differs from the defaults; the rest are commented
 lines. A value equal to its default is a copy that goes stale when the default changes. One exception, on purpose:
 cluster_kubeconfig (set, it tells the maintenance engine that there is a cluster: inventory/example/group_vars/all.yml)."""
 

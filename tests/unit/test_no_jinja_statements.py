@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Decisions live in tested filters, not in Jinja programs (issue 22 item 1; docs/DEVELOPING.md, "Roles"): no Jinja
+"""Decisions live in tested filters, not in Jinja programs (docs/DEVELOPING.md, "Roles"): no Jinja
 statement block in the roles' YAML or the playbooks. Templates (``*.j2``) are templates and may use them."""
 
 from __future__ import absolute_import, division, print_function

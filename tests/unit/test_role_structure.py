@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Issue 22 item 2, kept: every role's tasks/main.yml reads like a table of contents (at most 40 lines), and the
+"""Kept: every role's tasks/main.yml reads like a table of contents (at most 40 lines), and the
 host roles do not restate each other's YAML (at most 5 six-line windows repeated between two host roles).
 
 How windows are counted (docs/DEVELOPING.md, "Roles"): in every .yml file under a host role, the lines that are not
@@ -93,7 +93,7 @@ def test_every_main_is_a_table_of_contents():
     assert long == {}, 'tasks/main.yml longer than %d lines: %s' % (MAX_MAIN_LINES, long)
 
 
-# Issue 22 item 4: the connection to the Kubernetes API is the play's module_defaults for group/baremetal.gpu.k8s
+# The connection to the Kubernetes API is the play's module_defaults for group/baremetal.gpu.k8s
 # (playbooks/vars/cluster.yml's __cluster_connection), never an option a role's task passes.
 CONNECTION_OPTIONS = ('kubeconfig', 'context', 'kube_context', 'kubeconfig_path')
 

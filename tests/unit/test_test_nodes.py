@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Issue 22 item 5, kept: the test nodes come from the OS matrix. scripts/build-images.sh reads each tested row's
+"""Kept: the test nodes come from the OS matrix. scripts/build-images.sh reads each tested row's
 test_node, codename and distribution from OS_MATRIX and says only how a node is laid out (node_layout); the scenarios
 name their nodes by image (localhost/baremetal-gpu-<node>) and scripts/test-all.sh reads them from there. So a
 scenario's node must be a test node of the matrix, and every tested release must have a layout to be built with."""

@@ -4,7 +4,7 @@ import time
 DEBUG_DROPIN = "/etc/containerd/conf.d/00-verify-debug.toml"
 # The tests' own restarts of containerd reset systemd's start rate limit first (StartLimitBurst=5 in 10 s, the
 # default, which Ubuntu's and Debian's containerd.service keep): on Ubuntu 24.04 the version 2 case's two role runs
-# and two of these pairs came within 10 s (session 20, twice in a row: "Start request repeated too quickly").
+# and two of these pairs came within 10 s (twice in a row: "Start request repeated too quickly").
 # The role's restarts are not reset: only what the tests add.
 RESTART = "systemctl reset-failed containerd; systemctl restart containerd"
 

@@ -1,4 +1,4 @@
-"""Registry credentials in the user's containerd config never reach the output, also at -vvv (issue 18).
+"""Registry credentials in the user's containerd config never reach the output, also at -vvv.
 
 The debian12 node (containerd 1.6.20) runs on tests/fixtures/containerd/user/v2-user-credentials.toml: a registry
 password with `{{`, `{#`, `%` and quotes. On containerd 1.x the role's drop-in must carry it (containerd replaces

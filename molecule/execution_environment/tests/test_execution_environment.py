@@ -1,4 +1,4 @@
-"""The execution environment built and run as AWX runs it (issue 21): make ee, then a job in the EE.
+"""The execution environment built and run as AWX runs it: make ee, then a job in the EE.
 
 Runs on the controller: the node is reached only over SSH from inside the EE container (its podman address,
 the key prepare made, loaded by ansible-runner into an ssh-agent as AWX's machine credential is), never

@@ -74,7 +74,7 @@ def test_the_server_windows_do_not_overlap():
 
 
 def test_the_node_outside_a_cluster_never_shared_a_batch_with_a_server():
-    # Issue 18: nodes outside a cluster go first, in batches of their own (one bad new node must not leave a
+    # Nodes outside a cluster go first, in batches of their own (one bad new node must not leave a
     # server cordoned); then the servers one at a time.
     fresh = starts(FRESH)[0]
     for server in SERVERS:

@@ -1,4 +1,4 @@
-"""Kill tests of the maintenance engine (issue 18): run a playbook, kill -9 its whole process group when a chosen
+"""Kill tests of the maintenance engine: run a playbook, kill -9 its whole process group when a chosen
 task starts (plus a delay, to land inside the task), run again, and so on; print every point so a failure can be
 replayed with the same seed.
 

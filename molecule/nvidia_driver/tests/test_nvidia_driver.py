@@ -46,7 +46,7 @@ def test_decisions_match_what_was_asked(host):
     assert plan["kernel_module"]["reason"] and plan["module_build"]["reason"]
     name = host.backend.get_hostname()
     if name.endswith("ubuntu2204"):
-        # Issue 19 items 1 and 5 for real (molecule/nvidia_driver_jammy's side effect): the node converged prebuilt on
+        # The next kernel and the 404 fallback for real (molecule/nvidia_driver_jammy's side effect): the node converged prebuilt on
         # 5.15.0-203; apt alone brought jammy's newest kernel, whose prebuilt module package the archive lists but
         # answers 404 for; auto's next run fell back to DKMS and says why. Should the archive serve that file one
         # day, the role takes it and this fails, saying so: pin a kernel whose file is missing, or move this test.
@@ -200,7 +200,7 @@ def test_unattended_upgrades_exclusion(host):
     assert f.is_file
     dump = host.run("apt-config dump Unattended-Upgrade::Package-Blacklist").stdout
     assert "^libnvidia-" in dump, dump
-    # The prebuilt module packages are left to apt: the flavour metapackage moves with the kernel (issue 19).
+    # The prebuilt module packages are left to apt: the flavour metapackage moves with the kernel.
     assert "linux-modules-nvidia" not in dump, dump
 
 
@@ -249,7 +249,7 @@ def test_nvidia_smi_present_and_reports_no_gpu(host):
     assert state["driver_state"] in ("no_driver_communication", "nvml_init_failed"), state
 
 
-# ---- issue 19: Fabric Manager (forced NVSwitch facts on ubuntu2404), persistence daemon, module parameters ----
+# ---- Fabric Manager (forced NVSwitch facts on ubuntu2404), persistence daemon, module parameters ----
 
 def _version(host, name):
     return host.run("dpkg-query -W -f '${Version}' %s" % name).stdout.strip()

@@ -45,7 +45,7 @@ def test_ubuntu2404_prebuilt_refusal_names_kernel_and_package(host):
 
 
 def test_ubuntu2404_listed_but_unserved_prebuilt_package_refused_and_auto_falls_back_to_dkms(host):
-    """Issue 19 item 5 against the real archive: the package of kernel 6.8.0-151 is listed, its file answers 404."""
+    """The 404 fallback against the real archive: the package of kernel 6.8.0-151 is listed, its file answers 404."""
     if not _name(host).endswith("ubuntu2404"):
         return
     text = host.file("/var/tmp/refusal-prebuilt-listed-but-not-served.txt").content_string
@@ -82,7 +82,7 @@ def test_debian13_failed_open_build_names_make_log_and_did_not_reboot(host):
 
 
 def test_debian12_sign_refused_when_mokutil_has_no_candidate(host):
-    """Issue 19 item 2: the node's own lists (mokutil pinned away) have no candidate for mokutil."""
+    """The node's own lists (mokutil pinned away) have no candidate for mokutil."""
     if not _name(host).endswith("debian12"):
         return
     text = host.file("/var/tmp/refusal-sign-tools-without-candidate.txt").content_string

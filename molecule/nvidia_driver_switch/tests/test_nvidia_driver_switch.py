@@ -85,7 +85,7 @@ def test_final_state_is_proprietary_and_recorded_holds_match(host):
     assert "nvidia-kernel-source-580-server-open" not in held
 
 
-# ---- issue 19: Fabric Manager on forced NVSwitch facts, module parameters (final state) ----------------
+# ---- Fabric Manager on forced NVSwitch facts, module parameters (final state) ----------------
 
 def _version(host, name):
     return host.run("dpkg-query -W -f '${Version}' %s" % name).stdout.strip()

@@ -169,7 +169,7 @@ def test_controller_reports_cover_every_host(host):
     assert ("NOT READY" in row[0]) is (not _report(host)["ready"])
     assert "## %s" % name in markdown
     assert "<h2>%s</h2>" % name in html
-    # Every installed kernel with or without the NVIDIA module (issue 19): the test nodes have no driver.
+    # Every installed kernel with or without the NVIDIA module: the test nodes have no driver.
     section = markdown.split("## %s" % name, 1)[1].split("\n## ", 1)[0]
     modules = [line for line in section.splitlines() if line.startswith("| NVIDIA module per installed kernel")]
     assert len(modules) == 1, section
@@ -242,7 +242,7 @@ def test_preflight_changed_nothing_on_the_node(host):
 
 
 def test_report_fabric_follows_nvidia_smi_and_the_pci_bus(host):
-    """Issue 19: the NVLink fabric state. These fresh nodes have no driver (no nvidia-smi) and no NVIDIA function on
+    """The NVLink fabric state. These fresh nodes have no driver (no nvidia-smi) and no NVIDIA function on
     the PCI bus: the report says it was not read and why, and that no NVSwitch needs it; a node with the driver and
     an HGX board is the unit tests' (tests/unit/plugins/module_utils/test_nvidia_smi_utils.py, real captures)."""
     report = _report(host)

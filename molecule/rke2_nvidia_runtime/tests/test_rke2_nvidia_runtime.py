@@ -160,7 +160,7 @@ def test_generated_config_version_4(host):
     assert "changed nothing" in flat
 
 
-# ---- Kill tests (issue 18): an RKE2 restart must not be lost when the run is killed -----------------------------
+# ---- Kill tests: an RKE2 restart must not be lost when the run is killed -----------------------------
 # The role records the restart a configuration change needs BEFORE making the change
 # (/var/lib/baremetal-gpu/rke2_nvidia_runtime/restart-pending.json) and clears it after the restart. Each test
 # kill -9s the whole ansible-playbook process group when a task starts (its line printed, plus a delay), then

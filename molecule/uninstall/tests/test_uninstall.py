@@ -147,7 +147,7 @@ def test_runtime_state_outside_etc(node):
 
 @pytest.mark.parametrize("node", NODES)
 def test_the_users_own_toolkit_package_stays(node):
-    """Issue 18 item 4: the toolkit package the node had before the collection (prepare's stand-in, a real dpkg
+    """The toolkit package the node had before the collection (prepare's stand-in, a real dpkg
     package) is not in container_toolkit's record, so the uninstall leaves it."""
     h = host(node)
     assert h.run("dpkg-query --show --showformat='${Version} ${db:Status-Abbrev}' libnvidia-container1").stdout \

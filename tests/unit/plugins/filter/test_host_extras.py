@@ -71,7 +71,7 @@ def _smi_result(name):
 
 
 def test_nvidia_smi_mismatches_check_a_reading_as_the_module_does():
-    """Issue 22 (read once): the driver role's one reading, checked by the verify role, the host-extras check and
+    """Read once: the driver role's one reading, checked by the verify role, the host-extras check and
     the upgrade check. The real H100 capture: driver 580.159.04, one GPU, persistence mode Enabled."""
     h100 = _smi_result('device__h100-80gb-hbm3__580.159.04.xml')
     assert host_extras.nvidia_smi_mismatches(h100, {'driver_branch': '580', 'gpu_count': 1,

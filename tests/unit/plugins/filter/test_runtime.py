@@ -65,7 +65,7 @@ def test_systemd_not_enabled_reports_every_unit_when_one_is_unknown():
 
 
 def test_containerd_filters_read_real_configs():
-    """The filters the roles call instead of regular expressions over TOML (issue 22)."""
+    """The filters the roles call instead of regular expressions over TOML."""
     after = fixture('rke2', 'config.toml.after')
     assert runtime.containerd_runtime_binary(after, 'nvidia') == '/usr/bin/nvidia-container-runtime'
     assert runtime.containerd_runtime_binary(fixture('rke2', 'config.toml.before')) == ''

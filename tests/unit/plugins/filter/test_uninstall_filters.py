@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """toolkit_packages_to_purge: the one answer of container_toolkit's uninstall and the uninstall plan: the toolkit
-packages installed now that container_toolkit's install recorded as its own (issue 18 item 4)."""
+packages installed now that container_toolkit's install recorded as its own."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -25,7 +25,7 @@ def fixture(name):
 # ---- sources ---------------------------------------------------------------------------------------
 
 def test_debian13_deb822_keeps_signed_by_on_the_added_components():
-    """The defect of issue 14 item 3: the added components must carry the node's own Signed-By."""
+    """The defect of the added components must carry the node's own Signed-By."""
     entries = apt.parse_deb822(fixture('debian13-debian.sources'), '/etc/apt/sources.list.d/debian.sources')
     assert [(e['suite'], e['components']) for e in entries] == [('trixie', ['main', 'non-free-firmware']),
                                                                 ('trixie-updates', ['main', 'non-free-firmware'])]

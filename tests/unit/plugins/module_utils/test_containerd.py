@@ -242,7 +242,7 @@ def rke2_fixture(name):
     ('config-v4.toml.after', BINARY, 4),
 ])
 def test_runtime_binary_and_version_of_rke2_generated_configs(name, binary, version):
-    """Issue 22: the regular expressions over RKE2's config.toml became these parsed reads."""
+    """The regular expressions over RKE2's config.toml became these parsed reads."""
     text = rke2_fixture(name)
     assert containerd.runtime_binary(text, 'nvidia') == binary
     assert containerd.runtime_binary(text, 'nvidia-cdi') == ''

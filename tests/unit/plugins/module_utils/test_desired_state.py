@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""desired_state: the inventory as the desired state of the driver branch (issue 18 item 1).
+"""desired_state: the inventory as the desired state of the driver branch.
 
 The installed branch is read by gpu_node_facts from the captured Ubuntu 24.04 test node after a real DKMS
 build of the open 580 driver (tests/fixtures/node-trees/ubuntu2404-node-580-open-dkms.tar, SOURCE.md there),
@@ -75,7 +75,7 @@ def test_unset_branch_keeps_the_installed_one_not_the_os_default(node_580):
 
 
 def test_after_an_upgrade_a_routine_run_keeps_595():
-    # The defect of issue 18: upgrade_driver.yml moved the node to 595, then site.yml with nvidia_driver_branch
+    # The defect of upgrade_driver.yml moved the node to 595, then site.yml with nvidia_driver_branch
     # unset planned the OS default (580) and purged 595.
     out = desired_state.desired_branch('', ['595'], '580')
     assert out['branch'] == '595' and out['source'] == 'installed'

@@ -413,7 +413,7 @@ def test_check_modules():
     assert 'not branch 580' in other_branch['problems'][0]
 
 
-# ---- reboots that converge: two and three driver changes on one node (issue 18 item 3) ----------------
+# ---- reboots that converge: two and three driver changes on one node ----------------
 
 def _change(state, boot, loaded, installed):
     """One driver change as nvidia_driver's reboot.yml runs it: the reasons, the decision, the record written

@@ -216,7 +216,7 @@ def test_servers_one_at_a_time_and_outside_nodes_never_with_cluster_nodes():
 
 
 def test_three_servers_and_five_agents_batch_2_and_25_percent():
-    # Issue 18: upgrade_driver.yml rebooted two RKE2 servers together (etcd quorum) with node_maintenance_batch_size 2.
+    # upgrade_driver.yml rebooted two RKE2 servers together (etcd quorum) with node_maintenance_batch_size 2.
     hosts = ['s1', 's2', 's3', 'a1', 'a2', 'a3', 'a4', 'a5']
     nodes = dict((h, info(role='server' if h.startswith('s') else 'agent')) for h in hosts)
     got = maintenance.plan(2, '25%', hosts, nodes, [api(h) for h in hosts])

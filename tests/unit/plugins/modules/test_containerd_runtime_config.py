@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """baremetal.gpu.containerd_runtime_config main(): the files it reads (the fixtures of tests/fixtures/containerd in a
 temporary /etc/containerd) and the mode it tells the role to keep: a main config that holds registry credentials
-is written 0600 (issue 18), another keeps its own mode, a new one is 0644."""
+is written 0600, another keeps its own mode, a new one is 0644."""
 
 from __future__ import absolute_import, division, print_function
 

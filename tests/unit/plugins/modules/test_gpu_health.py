@@ -136,7 +136,7 @@ def test_unreadable_kernel_log_is_a_finding(harness):
 
 
 def test_gpu_fallen_off_the_bus(harness):
-    # NVSentinel issue 155: the driver's probe failed for the GPU at 0000:b3:00.0 (10de:26b5); nvidia-smi then
+    # NVSentinel the driver's probe failed for the GPU at 0000:b3:00.0 (10de:26b5); nvidia-smi then
     # answers "No devices were found" (the real text, FAILURE_MESSAGES.compiled.txt block 2)
     harness.pci = [{'address': '0000:b3:00.0', 'device_id': '0x26b5', 'driver': None}]
     harness.reply(SMI, (6, failure_block(2), ''))

@@ -344,7 +344,7 @@ def test_invalid_product_regex():
     assert result['msg'].startswith("gfd_labels.product 'H100(' is not a valid regular expression")
 
 
-# --- retries within the timeout, request_timeout, kubeconfig in messages (issue 14 item 10) ---
+# --- retries within the timeout, request_timeout, kubeconfig in messages ---
 
 @pytest.mark.parametrize('codes', [[503, 503], [429], [500, 502, 504]])
 def test_retries_5xx_then_reads_the_recorded_node(server, tmp_path, codes):
@@ -448,7 +448,7 @@ def test_kubeconfig_dictionary_secrets_stay_hidden(server, tmp_path, capsys, mon
 
 def test_kubeconfig_dictionary_secrets_stay_out_of_the_nodes_journal(server, tmp_path, capsys, monkeypatch):
     # AnsibleModule logs every invocation to the journal (or syslog) of the host it runs on, from its __init__:
-    # the secrets of a kubeconfig dictionary must be known by then (issue 18), not only for the result.
+    # the secrets of a kubeconfig dictionary must be known by then, not only for the result.
     logged = []
     monkeypatch.setattr(basic.AnsibleModule, 'log', lambda self, msg, log_args=None: logged.append((msg, log_args)))
     monkeypatch.setattr(basic.AnsibleModule, 'exit_json', REAL_EXIT_JSON)

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""baremetal.gpu.nvidia_smi run as a process, with stand-in nvidia-smi scripts (issue 14 item 9).
+"""baremetal.gpu.nvidia_smi run as a process, with stand-in nvidia-smi scripts.
 
 The module runs the way Ansible runs it (``python -m ...nvidia_smi args.json``) and its JSON output
 is read back, so the real command runner, real signals and the real JSON encoding are exercised.
