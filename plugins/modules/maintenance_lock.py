@@ -173,9 +173,9 @@ api_retries:
   description:
     - Calls to the Kubernetes API that failed in a way worth trying again (no answer within O(request_timeout), the
       API unreachable, 429, 500, 502, 503, 504) and were made again, after 1, 3 and 6 seconds, up to four attempts
-      each. A write made again is safe: the API server refuses a repeated create or replace with 409, and the lock is
-      then read and decided again, never overwritten.
-  returned: O(backend=lease)
+      each. A write made again is safe, as the API server refuses a repeated create or replace with 409, and the lock
+      is then read and decided again, never overwritten.
+  returned: with the Lease backend
   type: int
   sample: 0
 message:
