@@ -23,7 +23,7 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import RUN_ANNOTATION, TIME_ANNOTATION
+from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import QUARANTINE_TAINT, RUN_ANNOTATION, TIME_ANNOTATION
 from ansible_collections.baremetal.gpu.plugins.module_utils.xid_catalog import (
     CATALOG_DATE,
     CATALOG_SOURCE,
@@ -488,7 +488,7 @@ def summarize(findings, smi_gpus, skip_checks=()):
 
 # ---- quarantine, release, remediation (decisions only; the maintenance engine applies them) -------------
 
-TAINT_KEY = 'baremetal.gpu/gpu-unhealthy'
+TAINT_KEY = QUARANTINE_TAINT
 TAINT_EFFECT = 'NoSchedule'
 LABEL_KEY = 'baremetal.gpu/gpu-health'
 ANNOTATION_KEY = 'baremetal.gpu/gpu-health-findings'

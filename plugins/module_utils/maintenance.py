@@ -47,6 +47,8 @@ REASON_ANNOTATION = 'baremetal.gpu/driver-upgrade.reason'
 RUN_ANNOTATION = 'baremetal.gpu/maintenance.run'
 TIME_ANNOTATION = 'baremetal.gpu/maintenance.time'
 HOSTNAME_LABEL = 'kubernetes.io/hostname'
+# gpu_health's quarantine taint (NoSchedule): a quarantined Node is out of service for GPU work.
+QUARANTINE_TAINT = 'baremetal.gpu/gpu-unhealthy'
 # GPU Feature Discovery's label of a Node with an NVIDIA GPU.
 GPU_PRESENT_LABEL = 'nvidia.com/gpu.present'
 STATES = ('upgrading', 'done', 'failed')
@@ -96,6 +98,11 @@ def _node_name(node):
     return ((node or {}).get('metadata') or {}).get('name') or ''
 
 
+def quarantined(node):
+    """Whether gpu_health's quarantine took the node out of service (its taint is on the Node)."""
+    return any((taint or {}).get('key') == QUARANTINE_TAINT for taint in ((node or {}).get('spec') or {}).get('taints') or [])
+
+
 def ours(node):
     """Whether this engine took the node out itself (one of its state labels says upgrading): a crash to resume."""
     labels = _labels(node)
@@ -122,10 +129,10 @@ def gpu_scope(cluster_nodes, own=()):
 
 
 def unavailable(cluster_nodes, exclude=(), count_ours=False, scope=None):
-    """The Nodes of the cluster that are out of service now: unschedulable or NotReady, whoever took them out, except
-    those named in ``exclude`` and, unless ``count_ours``, those this engine took out itself (``ours``: the plan puts
-    them back through a batch of their own). With ``scope`` (Node names: gpu_scope), only those Nodes count; None
-    counts every Node. Returns a sorted list of {name, why}."""
+    """The Nodes of the cluster that are out of service now: unschedulable, NotReady or quarantined (gpu_health's
+    taint), whoever took them out, except those named in ``exclude`` and, unless ``count_ours``, those this engine
+    took out itself (``ours``: the plan puts them back through a batch of their own). With ``scope`` (Node names:
+    gpu_scope), only those Nodes count; None counts every Node. Returns a sorted list of {name, why}."""
     scope = None if scope is None else set(scope)
     out = []
     for node in cluster_nodes or []:
@@ -137,6 +144,8 @@ def unavailable(cluster_nodes, exclude=(), count_ours=False, scope=None):
             why.append('unschedulable')
         if not node_ready(node):
             why.append('NotReady')
+        if quarantined(node):
+            why.append('quarantined')
         if why:
             out.append({'name': name, 'why': ' and '.join(why)})
     return sorted(out, key=lambda n: n['name'])
@@ -541,9 +550,12 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
     # A node a run of ours left cordoned and labelled failed, which this plan takes through a batch again, does not
     # count against the room for its own retry (it would block it whenever node_maintenance_max_unavailable is 1; the gate
     # before its batch excludes the batch's own nodes too). A node someone else cordoned still counts.
+    # Likewise a quarantined Node this plan takes through a batch (its remediation): it is out of service for the
+    # reason the plan is there to fix, and counting it would leave no room to remediate it.
     retried = set((nodes.get(h) or {}).get('node_name') for h in servers + agents) - set([None, ''])
     own = set(_node_name(n) for n in cluster_nodes or []
-              if _node_name(n) in retried and any(_labels(n).get(label) == 'failed' for label in STATE_LABELS))
+              if _node_name(n) in retried
+              and (quarantined(n) or any(_labels(n).get(label) == 'failed' for label in STATE_LABELS)))
     counted = 'GPU Node(s)' if scope is not None else 'Node(s)'
     counted_base = ('%d GPU Node(s) of the cluster' % base) if cluster_nodes is not None else (
         '%d host(s) of the play in a cluster, no cluster view' % base)
@@ -557,11 +569,16 @@ def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nod
     if quiet:
         batches.append(quiet)
     step = 0
+    # A quarantined Node this plan remediates is out of service already: its batch takes no room of the budget.
+    quarantined_own = set(_node_name(n) for n in cluster_nodes or [] if _node_name(n) in own and quarantined(n))
+    needs_room = [h for h in servers + agents if (nodes.get(h) or {}).get('node_name') not in quarantined_own]
     if servers or agents:
         room = limit - len(already)
+        if room < 1 and not needs_room:
+            room = batch
         if room < 1:
             raise ValueError('node_maintenance_max_unavailable allows %d unavailable node(s) (of %s), but %d %s of the '
-                             'cluster are out of service already (unschedulable or NotReady: %s): no node of '
+                             'cluster are out of service already (unschedulable, NotReady or quarantined: %s): no node of '
                              'the cluster can be taken out. Bring them back, or raise node_maintenance_max_unavailable'
                              % (limit, counted_base, len(already), counted, ', '.join(already)))
         step = min(batch, room)
@@ -595,13 +612,21 @@ def batch_gate(batch, host_nodes, disruptive, cluster_nodes, limit, scope=None):
     come back before the budget is spent on others. Returns {go, defer, room, unavailable, message}.
     """
     mine = set(n for n in (host_nodes.get(h) for h in batch) if n)
+    # A quarantined Node of this plan (one a later batch remediates) does not take the room of the batch before it;
+    # any other quarantined Node counts.
+    planned = set(n for n in host_nodes.values() if n)
+    mine |= set(_node_name(n) for n in cluster_nodes or [] if _node_name(n) in planned and quarantined(n))
     # Every Node out of service outside this batch counts, a node labelled upgrading too: with the lock held it is
     # out of service all the same (a crashed run of ours, or another run that lost its lock).
     out_now = unavailable(cluster_nodes, exclude=mine, count_ours=True, scope=scope)
     room = limit - len(out_now)
     go, defer = [], []
+    out_already = set(_node_name(n) for n in cluster_nodes or [] if quarantined(n))
     for host in batch:
         if not disruptive.get(host) or not host_nodes.get(host):
+            go.append(host)
+        elif host_nodes.get(host) in out_already:
+            # Quarantined: out of service already, so its remediation takes no room.
             go.append(host)
         elif room > 0:
             go.append(host)

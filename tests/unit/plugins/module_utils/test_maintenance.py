@@ -333,13 +333,48 @@ def test_a_node_left_failed_is_no_reason_to_refuse_its_own_retry():
     assert retry['disruptive'] is True and retry['node_name'] == 'nori'
     got = maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed])
     assert got['batches'] == [['gpu-a']] and got['already_unavailable'] == []
-    with pytest.raises(ValueError, match=r'1 GPU Node\(s\) of the cluster are out of service already \(unschedulable '
-                                         r'or NotReady: other\)'):
+    with pytest.raises(ValueError, match=r'1 GPU Node\(s\) of the cluster are out of service already \(unschedulable, '
+                                         r'NotReady or quarantined: other\)'):
         maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed, api('other', unschedulable=True)])
     # Cordoned by someone else (no failed label of ours): it counts, even though this plan takes it through a batch.
     del failed['metadata']['labels']['baremetal.gpu/host-rollout']
-    with pytest.raises(ValueError, match=r'NotReady: nori\)'):
+    with pytest.raises(ValueError, match=r'quarantined: nori\)'):
         maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed])
+
+
+def quarantined_node(name):
+    """A GPU Node under gpu_health's quarantine taint (schedulable: the taint alone keeps GPU pods off)."""
+    node = api(name)
+    node['spec']['taints'] = [{'key': 'baremetal.gpu/gpu-unhealthy', 'value': 'row_remap_pending', 'effect': 'NoSchedule'}]
+    return node
+
+
+def test_a_quarantined_node_counts_as_unavailable_except_for_its_own_remediation():
+    # On the old count a Node under the quarantine taint counted nowhere: a driver rollout took one more Node out while
+    # the quarantine already held one, beyond node_maintenance_max_unavailable.
+    nodes = {'a1': dict(info(), node_name='a1'), 'a2': dict(info(), node_name='a2')}
+    cluster = [api('a1'), api('a2'), quarantined_node('sick')]
+    with pytest.raises(ValueError, match=r'out of service already \(unschedulable, NotReady or quarantined: sick\)'):
+        maintenance.plan(1, 1, ['a1', 'a2'], nodes, cluster)
+    assert maintenance.unavailable(cluster) == [{'name': 'sick', 'why': 'quarantined'}]
+    gate = maintenance.batch_gate(['a1'], {'a1': 'a1', 'a2': 'a2'}, {'a1': True}, cluster, 1)
+    assert gate['defer'] == ['a1'] and 'sick (quarantined)' in gate['message']
+    # The remediation of two quarantined Nodes with room for one: the plan does not count its own quarantined Nodes,
+    # and the gate before the first batch does not count the one a later batch remediates; another still counts.
+    sick = [quarantined_node('q1'), quarantined_node('q2')]
+    remedy = {'q1': dict(info(), node_name='q1'), 'q2': dict(info(), node_name='q2')}
+    got = maintenance.plan(1, 1, ['q1', 'q2'], remedy, sick)
+    assert got['batches'] == [['q1'], ['q2']] and got['already_unavailable'] == []
+    host_nodes = {'q1': 'q1', 'q2': 'q2'}
+    assert maintenance.batch_gate(['q1'], host_nodes, {'q1': True, 'q2': True}, sick, 1)['go'] == ['q1']
+    # A third quarantined Node, not in this plan, fills the budget: the remediation of the quarantined ones still goes
+    # (they are out of service already, so it takes no room), and a healthy node of the same plan is deferred.
+    other = sick + [quarantined_node('q3')]
+    assert maintenance.plan(1, 1, ['q1', 'q2'], remedy, other)['already_unavailable'] == ['q3']
+    assert maintenance.batch_gate(['q1'], host_nodes, {'q1': True, 'q2': True}, other, 1)['go'] == ['q1']
+    mixed = other + [api('h1')]
+    gate = maintenance.batch_gate(['q1', 'h1'], dict(host_nodes, h1='h1'), {'q1': True, 'h1': True}, mixed, 1)
+    assert gate['go'] == ['q1'] and gate['defer'] == ['h1']
 
 
 # ---- the budget before each batch ------------------------------------------------------------------------
