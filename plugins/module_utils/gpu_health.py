@@ -24,6 +24,7 @@ import json
 import re
 
 from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import QUARANTINE_TAINT, RUN_ANNOTATION, TIME_ANNOTATION
+from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import ours as engine_working_on
 from ansible_collections.baremetal.gpu.plugins.module_utils.xid_catalog import (
     CATALOG_DATE,
     CATALOG_SOURCE,
@@ -520,30 +521,36 @@ def quarantine_plan(nodes, max_quarantined, release_only=False):
         the message says why: that many failures at once is more likely a monitoring fault. Releases still go
         ahead: they only return healthy nodes to service;
       - ``release_only`` (after a remediation, gpu_health_action=remediate): nothing new is quarantined, only our
-        quarantine of the nodes healthy now is released.
+        quarantine of the nodes healthy now is released;
+      - a node the maintenance engine is working on (``engine``: one of its state labels says upgrading) is left to
+        the engine, neither quarantined nor released (``left``): read mid-change, its health says nothing yet; it
+        counts, with the quarantined ones, against ``max_quarantined`` (it is out of service all the same).
     """
     if max_quarantined < 1:
         raise ValueError('max_quarantined must be at least 1, got %s' % max_quarantined)
-    quarantine, release, keep = [], [], []
+    quarantine, release, keep, left = [], [], [], []
     for name in sorted(nodes):
         node = nodes[name] or {}
         ours = any(our_taint(t) for t in node.get('taints') or [])
         state = node.get('verdict')
-        if ours:
+        if node.get('engine'):
+            left.append(name)
+        elif ours:
             (release if state == HEALTHY else keep).append(name)
         elif state == UNHEALTHY and not release_only:
             quarantine.append((name, taint_for(node.get('reason'))))
-    after = len(keep) + len(quarantine)
+    after = len(keep) + len(quarantine) + len(left)
     stop = bool(quarantine) and after > max_quarantined
     message = ''
     if stop:
-        message = ('%d node(s) unhealthy now (%s) and %d already quarantined: %d would be quarantined, above '
+        message = ('%d node(s) unhealthy now (%s) and %d already quarantined%s: %d would be quarantined, above '
                    'gpu_health_max_quarantined=%d. Nothing was quarantined: that many GPU failures at once is more '
                    'likely a monitoring or driver fault; check the report, then quarantine by hand or raise the '
-                   'limit.' % (len(quarantine), ', '.join(n for n, _t in quarantine), len(keep), after,
-                               max_quarantined))
+                   'limit.' % (len(quarantine), ', '.join(n for n, _t in quarantine), len(keep),
+                               (', and %d out of service for maintenance (%s)' % (len(left), ', '.join(left)))
+                               if left else '', after, max_quarantined))
         quarantine = []
-    return {'quarantine': quarantine, 'release': release, 'keep': keep, 'stop': stop, 'message': message,
+    return {'quarantine': quarantine, 'release': release, 'keep': keep, 'left': left, 'stop': stop, 'message': message,
             'quarantined_after': len(keep) + len(quarantine),
             'quarantined': sorted(keep + [name for name, _taint in quarantine])}
 
@@ -570,7 +577,7 @@ def quarantine_patches(cluster_nodes, results, max_quarantined, run_id='', now='
     for name, node in by_name.items():
         result = (results or {}).get(name) or {}
         states[name] = {'verdict': result.get('verdict'), 'reason': result.get('reason') or '',
-                        'taints': (node.get('spec') or {}).get('taints') or []}
+                        'taints': (node.get('spec') or {}).get('taints') or [], 'engine': engine_working_on(node)}
     plan = quarantine_plan(states, max_quarantined, release_only)
     patches = []
     for name, taint in plan['quarantine']:
@@ -587,9 +594,10 @@ def quarantine_patches(cluster_nodes, results, max_quarantined, run_id='', now='
         node = by_name[name]
         kept = [t for t in states[name]['taints'] if not our_taint(t)]
         patches.append({'name': name, 'action': 'release', 'patch': {
+            # The run and time annotations are left as they are: the engine's record of its last change of the Node.
             'metadata': {'resourceVersion': node['metadata'].get('resourceVersion'),
                          'labels': {LABEL_KEY: None},
-                         'annotations': {ANNOTATION_KEY: None, RUN_ANNOTATION: run_id, TIME_ANNOTATION: now}},
+                         'annotations': {ANNOTATION_KEY: None}},
             'spec': {'taints': kept or None}}})
     plan['patches'] = patches
     return plan

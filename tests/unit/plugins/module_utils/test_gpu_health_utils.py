@@ -502,6 +502,27 @@ def test_quarantine_patches_change_nothing_when_the_budget_is_exceeded_or_nothin
     assert (plan['keep'], plan['patches']) == (['gpu-1'], [])
 
 
+def test_quarantine_leaves_the_nodes_the_engine_works_on_and_counts_them():
+    from .real_node import named
+    busy, sick, well = named('gpu-1'), named('gpu-2'), named('gpu-3')
+    # gpu-1 is in the middle of a driver change (the engine's label): read mid-upgrade ("Driver/library version
+    # mismatch"), it looked unhealthy. The quarantine leaves it to the engine and counts it as out of service.
+    busy['metadata']['labels']['baremetal.gpu/driver-upgrade'] = 'upgrading'
+    busy['spec']['unschedulable'] = True
+    well['spec']['taints'] = [ours()]
+    well['metadata']['annotations'] = {'baremetal.gpu/maintenance.run': 'engine-run', 'baremetal.gpu/maintenance.time': 't'}
+    bad = {'verdict': 'unhealthy', 'reason': 'xid', 'findings': []}
+    plan = gh.quarantine_patches([busy, sick, well], {'gpu-1': bad, 'gpu-2': bad, 'gpu-3': {'verdict': 'healthy'}}, 1)
+    assert plan['left'] == ['gpu-1'] and plan['stop'] is True and plan['quarantine'] == []
+    assert ', and 1 out of service for maintenance (gpu-1)' in plan['message']
+    assert [(p['name'], p['action']) for p in plan['patches']] == [('gpu-3', 'release')]
+    # The release leaves the engine's run and time annotations as they were (only our findings go).
+    assert plan['patches'][0]['patch']['metadata']['annotations'] == {'baremetal.gpu/gpu-health-findings': None}
+    # With room for two, gpu-2 is quarantined; gpu-1 still is not.
+    plan = gh.quarantine_patches([busy, sick, well], {'gpu-1': bad, 'gpu-2': bad, 'gpu-3': {'verdict': 'healthy'}}, 2)
+    assert [n for n, _t in plan['quarantine']] == ['gpu-2'] and plan['left'] == ['gpu-1']
+
+
 def node_result(name, change=None, log=None):
     facts = parsed(name, change)
     findings = gh.smi_findings(facts)
