@@ -490,12 +490,19 @@ def upgrade_node(facts, api_node, status):
     labels = _labels(api_node)
     skip = str(labels.get(SKIP_LABEL, '')).lower() in ('true', '1', 'yes')
     done = bool((status or {}).get('done'))
+    # A Node a stopped run of ours left out of service (labelled upgrading) goes through its batch again even when
+    # the host shows the change done (a kill after the done record, before the uncordon): nothing is left to change,
+    # and the leave step puts it back in service.
+    resume = bool(api_node) and ours(api_node)
+    reasons = list((status or {}).get('reasons') or [])
+    if done and resume:
+        reasons = ['a stopped run left the Node out of service (labelled upgrading): back in service']
     return {'in_cluster': in_cluster, 'role': (rke2.get('role') or '') if in_cluster else '', 'unit': unit,
             'node_name': _node_name(api_node),
             'why': ('the cluster API lists Node %s' % api_node['metadata']['name']) if api_node else
                    ('%s is enabled' % unit if enabled else 'no Node of the cluster'),
-            'skip': skip, 'done': done, 'reasons': list((status or {}).get('reasons') or []),
-            'disruptive': not skip and not done}
+            'skip': skip, 'done': done and not resume, 'resume': resume, 'reasons': reasons,
+            'disruptive': not skip and (not done or resume)}
 
 
 def plan(batch_size, max_unavailable, hosts, nodes, cluster_nodes=None, host_nodes=None, what='changed',

@@ -59,6 +59,19 @@ def test_upgrade_plan_resumes_its_own_cordon():
     assert got['agent_batch'] == 1 and got['already_unavailable'] == []
 
 
+def test_a_node_left_cordoned_after_its_done_record_is_resumed():
+    # A kill after the host's done record and before the leave step: the host shows the change done, the Node is still
+    # cordoned and labelled upgrading. Before, the plan took it as done and it stayed out of service for good.
+    stuck = node('gpu-a', unschedulable=True, labels={maintenance.STATE_LABEL: 'upgrading'})
+    got = unode('gpu-a', True, stuck)
+    assert got['disruptive'] is True and got['resume'] is True and got['done'] is False
+    assert got['reasons'] == ['a stopped run left the Node out of service (labelled upgrading): back in service']
+    plan = maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': got}, [stuck])
+    assert plan['pending'] == ['gpu-a'] and plan['batches'] == [['gpu-a']]
+    # Done and back in service: nothing to do.
+    assert unode('gpu-a', True, node('gpu-a', labels={maintenance.STATE_LABEL: 'done'}))['disruptive'] is False
+
+
 def test_upgrade_plan_skip_label_and_done_nodes():
     apis = {'gpu-a': node('gpu-a', labels={maintenance.SKIP_LABEL: 'true'}),
             'gpu-b': node('gpu-b', labels={maintenance.STATE_LABEL: 'done'}), 'gpu-c': node('gpu-c')}
