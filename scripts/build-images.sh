@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build, cache and import the systemd test-node images from debootstrap.
 #
-#   scripts/build-images.sh [debian12] [debian13] [ubuntu2204] [ubuntu2404] [ee-base]
+#   scripts/build-images.sh [debian12] [debian13] [ubuntu2204] [ubuntu2404] [ubuntu2604] [ee-base]
 #
 # ee-base is not a node: the base of the test execution environment (make ee, tests/ee/base), on
 # the same Debian 12 debootstrap base as the debian12 node.
@@ -16,6 +16,8 @@
 #   debian13   trixie    deb822 debian.sources with Signed-By, main non-free-firmware (the installer's default)
 #   ubuntu2204 jammy     one-line sources.list (jammy main universe)
 #   ubuntu2404 noble     deb822 ubuntu.sources with Signed-By, noble noble-updates noble-security, main universe
+#   ubuntu2604 resolute  the same layout as noble (Ubuntu 26.04 LTS; its systemd needs the host's cgroup2 hierarchy,
+#                        which its molecule platforms mount: docs/DEVELOPING.md)
 # and each has a kernel image installed (a real machine has one; the role builds or installs
 # modules for it), from its own archive. The mirror is whatever debootstrap chose by default;
 # nothing here names a mirror host.
@@ -65,6 +67,9 @@ node_layout() {
     # modules for the newest ABI (6.8.0-151, noble-updates), but their files answered 404; those
     # for 6.8.0-149 (noble-security) download. The prebuilt-module tests need a kernel they exist for.
     ubuntu2404) echo "deb822 linux-image-6.8.0-149-generic" ;;
+    # Pinned for the same reason: on 2026-11-28 the newest ABI, 7.0.0-44, had its prebuilt module packages listed
+    # in resolute-updates/-security but answered 404; those for 7.0.0-43 download.
+    ubuntu2604) echo "deb822 linux-image-7.0.0-43-generic" ;;
     *) return 1 ;;
   esac
 }

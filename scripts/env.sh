@@ -13,3 +13,9 @@ export ANSIBLE_LOCAL_TEMP="$BAREMETAL_ROOT/.ansible/tmp"
 export ANSIBLE_ROLES_PATH="$BAREMETAL_ROOT/roles"
 export MOLECULE_GLOB="molecule/*/molecule.yml"
 export PATH="$BAREMETAL_ROOT/.venv/bin:$BAREMETAL_ROOT/.bin:$PATH"
+# The host's cgroup v2 hierarchy, which the Ubuntu 26.04 test nodes mount (their systemd runs only on cgroup v2;
+# molecule/*/molecule.yml): /sys/fs/cgroup/unified on a host with hybrid cgroups, else /sys/fs/cgroup.
+if [[ -z ${BAREMETAL_CGROUP2:-} ]]; then
+  if [[ -d /sys/fs/cgroup/unified ]]; then BAREMETAL_CGROUP2=/sys/fs/cgroup/unified; else BAREMETAL_CGROUP2=/sys/fs/cgroup; fi
+fi
+export BAREMETAL_CGROUP2

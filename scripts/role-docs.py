@@ -70,13 +70,29 @@ def load_support():
     return module
 
 
+def node_scenarios(node):
+    """The molecule scenarios with a platform of test node ``node``: its image (localhost/baremetal-gpu-<node>) or a
+    converged node of it that make test committed (BAREMETAL_CONVERGED_<NODE>[_...])."""
+    image = re.compile(r"baremetal-gpu-%s:|BAREMETAL_CONVERGED_%s(_[A-Z0-9]+)*[:}]" % (re.escape(node), re.escape(node.upper())))
+    found = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "molecule", "*", "molecule.yml"))):
+        with open(path, encoding="utf-8") as handle:
+            if image.search(handle.read()):
+                found.append(os.path.basename(os.path.dirname(path)))
+    return found
+
+
 def matrix_table(matrix):
     lines = ["| OS | key (`distribution-major`) | Galaxy platform | tested here |", "|---|---|---|---|"]
     for row in matrix:
         name = row["name"] + (" (%s)" % row["codename"] if row["codename"] else "")
         if row["tested"]:
-            tested = ("yes: the test node `%s` (podman, systemd) runs every host-role scenario and preflight"
-                      % row["test_node"])
+            scenarios = node_scenarios(row["test_node"])
+            if not scenarios:
+                raise SystemExit("role-docs: %s is tested in the OS matrix, but no molecule scenario has a platform of "
+                                 "its test node %s" % (row["key"], row["test_node"]))
+            tested = ("yes: the test node `%s` (podman, systemd) in %s" % (
+                row["test_node"], ", ".join("`%s`" % s for s in scenarios)))
         else:
             tested = "no: implemented from the vendors' documentation, no mirror reachable here"
         lines.append("| %s | `%s` | %s %s | %s |" % (name, row["key"], row["galaxy_platform"], row["galaxy_version"],

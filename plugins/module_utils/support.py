@@ -152,8 +152,9 @@ DCGM_EXPORTER = {
 # --------------------------------------------------------------------------------------------
 # Operating systems of the host layer (nvidia_driver, container_toolkit, rke2_nvidia_runtime)
 # and of preflight. "key" is "<ansible_facts.distribution>-<distribution_major_version>".
-# tested: a test node of this OS runs every host-role scenario in `make test` (test_node is its
-# name in scripts/build-images.sh); untested rows are implemented from the vendors' documentation.
+# tested: a test node of this OS runs in `make test` (test_node is its name in scripts/build-images.sh; which
+# molecule scenarios use it, scripts/role-docs.py reads from molecule/*/molecule.yml for the README); untested rows
+# are implemented from the vendors' documentation.
 OS_MATRIX = (
     {'key': 'Debian-12', 'name': 'Debian 12', 'codename': 'bookworm', 'family': 'Debian',
      'galaxy_platform': 'Debian', 'galaxy_version': 'bookworm', 'tested': True, 'test_node': 'debian12'},
@@ -163,6 +164,8 @@ OS_MATRIX = (
      'galaxy_platform': 'Ubuntu', 'galaxy_version': 'jammy', 'tested': True, 'test_node': 'ubuntu2204'},
     {'key': 'Ubuntu-24', 'name': 'Ubuntu 24.04', 'codename': 'noble', 'family': 'Debian',
      'galaxy_platform': 'Ubuntu', 'galaxy_version': 'noble', 'tested': True, 'test_node': 'ubuntu2404'},
+    {'key': 'Ubuntu-26', 'name': 'Ubuntu 26.04', 'codename': 'resolute', 'family': 'Debian',
+     'galaxy_platform': 'Ubuntu', 'galaxy_version': 'resolute', 'tested': True, 'test_node': 'ubuntu2604'},
     {'key': 'RedHat-9', 'name': 'RHEL 9', 'codename': '', 'family': 'RedHat',
      'galaxy_platform': 'EL', 'galaxy_version': '9', 'tested': False, 'test_node': ''},
     {'key': 'Rocky-9', 'name': 'Rocky Linux 9', 'codename': '', 'family': 'RedHat',

@@ -59,7 +59,7 @@ def test_decisions_match_what_was_asked(host):
             in plan["module_build"]["reason"], plan["module_build"]
         # The switch removed the prebuilt package of the kernel the node had (DKMS built for both: tested below).
         assert not host.package("linux-modules-nvidia-%s-%s" % (exp["branch"], kernels[0])).is_installed
-    if name.endswith("ubuntu2404"):
+    if name.endswith(("ubuntu2404", "ubuntu2604")):
         assert plan["module_build"]["reason"].startswith("auto: prebuilt"), plan["module_build"]
         assert plan["kernel_module"]["reason"].startswith("auto: open"), plan["kernel_module"]
 
@@ -280,3 +280,32 @@ def test_persistence_daemon_enabled(host):
 def test_no_module_params_file_when_none_asked(host):
     # Module parameters are tested on molecule/nvidia_driver_switch's node; none is asked here.
     assert not host.file("/etc/modprobe.d/baremetal-gpu-nvidia-params.conf").exists
+
+
+# ---- unattended-upgrades keeps its hands off every NVIDIA and CUDA user-space package ----
+
+UU_HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts(
+    "test_unattended_upgrades")
+# The prebuilt module packages are left to apt on purpose (roles/nvidia_driver/vars/main.yml): the flavour metapackage
+# moves with the kernel and brings the next kernel's module; the per-kernel ones the role installed are held.
+KERNEL_SIDE = re.compile(r"^linux-(modules|objects|signatures)-nvidia-")
+
+
+def test_unattended_upgrades_blacklists_every_nvidia_package(host):
+    """Asks unattended-upgrades itself (its dry run on the node, with the node's apt configuration) which patterns it
+    keeps away from, and checks that every installed NVIDIA or CUDA user-space package (driver, libnvidia-*, CUDA,
+    Fabric Manager, NSCQ, the toolkit) matches one. Only on the nodes whose prepare installed unattended-upgrades."""
+    name = host.backend.get_hostname()
+    if name not in UU_HOSTS:
+        import pytest  # pylint: disable=import-outside-toplevel
+        pytest.skip("%s has no unattended-upgrades (not in group test_unattended_upgrades)" % name)
+    out = host.run("unattended-upgrade --dry-run --debug 2>&1")
+    match = re.search(r"Initial blacklist\s*:\s*(.*)", out.stdout)
+    assert match, "unattended-upgrade printed no blacklist (rc %s):\n%s" % (out.rc, out.stdout[-3000:])
+    patterns = match.group(1).split()
+    assert "^nvidia-" in patterns and "^cuda-" in patterns, patterns
+    nvidia = [p for p in _installed(host, "*") if ("nvidia" in p or p.startswith(("cuda-", "libcuda")))
+              and not KERNEL_SIDE.match(p)]
+    assert nvidia, "no NVIDIA package installed: nothing was checked"
+    loose = [p for p in nvidia if not any(re.match(pattern, p) for pattern in patterns)]
+    assert loose == [], "unattended-upgrades would upgrade %s (its blacklist: %s)" % (loose, patterns)

@@ -190,7 +190,8 @@ def test_report_driver_branch_and_support_row(host):
     assert plan["decided"] is True
     distro, version = _os(host)
     expected = {("debian", "12"): ("535", "eol"), ("debian", "13"): ("550", "unlisted"),
-                ("ubuntu", "22.04"): ("580", "supported"), ("ubuntu", "24.04"): ("580", "supported")}[(distro, version)]
+                ("ubuntu", "22.04"): ("580", "supported"), ("ubuntu", "24.04"): ("580", "supported"),
+                ("ubuntu", "26.04"): ("580", "supported")}[(distro, version)]
     assert (plan["branch"], plan["branch_status"]) == expected, plan
     warnings = _report(host)["warnings"]
     if expected[1] == "supported":
@@ -210,7 +211,7 @@ def test_report_kernel_module_decision(host):
     # No GPU on the test nodes: auto gives open for branch >= 560 (NVIDIA's default), proprietary below it;
     # the Ubuntu 22.04 node asks for proprietary in its inventory.
     expected = {("debian", "12"): "proprietary", ("debian", "13"): "proprietary",
-                ("ubuntu", "22.04"): "proprietary", ("ubuntu", "24.04"): "open"}[(distro, version)]
+                ("ubuntu", "22.04"): "proprietary", ("ubuntu", "24.04"): "open", ("ubuntu", "26.04"): "open"}[(distro, version)]
     assert plan["kernel_module"] == expected, plan
     assert plan["kernel_module_reason"]
     if (distro, version) == ("ubuntu", "22.04"):
@@ -223,7 +224,7 @@ def test_report_module_build_decision(host):
     plan = _report(host)["driver_plan"]
     distro, version = _os(host)
     expected = {("debian", "12"): "dkms", ("debian", "13"): "dkms",
-                ("ubuntu", "22.04"): "prebuilt", ("ubuntu", "24.04"): "prebuilt"}[(distro, version)]
+                ("ubuntu", "22.04"): "prebuilt", ("ubuntu", "24.04"): "prebuilt", ("ubuntu", "26.04"): "prebuilt"}[(distro, version)]
     assert plan["module_build"] == expected, plan
     if distro == "ubuntu":
         kernel = host.run("ls /boot | sed -n 's/^vmlinuz-//p'").stdout.split()[0]
