@@ -20,7 +20,7 @@ FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures')
 def test_filters_are_registered():
     assert sorted(host_extras.FilterModule().filters()) == [
         'apt_known_packages', 'dkms_autoinstall_problems', 'fabric_manager_decision', 'fabric_manager_pins',
-        'fabric_report', 'headers_flavour_packages', 'kernel_module_guard', 'nvidia_module_params',
+        'fabric_report', 'gpu_device_nodes', 'headers_flavour_packages', 'kernel_module_guard', 'nvidia_module_params',
         'nvidia_params_mismatches', 'nvidia_smi_mismatches', 'prebuilt_flavour_packages']
 
 
