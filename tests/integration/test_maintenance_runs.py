@@ -266,14 +266,17 @@ def test_a_second_run_waits_for_the_first_then_proceeds(tmp_path, cluster):
 def test_a_killed_runs_lock_is_taken_over_and_its_node_counts_against_the_budget(tmp_path, cluster):
     cluster.add_node(node_named('n-gpu-a'))
     cluster.add_node(node_named('n-gpu-b'))
-    # The first run is killed after it cordoned its node: its lock (2 s) and its node stay.
-    killed = start(tmp_path, 'killed', cluster, ['gpu-a'], LOCK_PLAY, {'killed': True, 'node_maintenance_lock_lease_duration': 2})
+    # The first run is killed after it cordoned its node: its lock (4 s) and its node stay. (A lease must outlast the
+    # waits of one batch, so those are 1 s each here.)
+    killed = start(tmp_path, 'killed', cluster, ['gpu-a'], LOCK_PLAY, {
+        'killed': True, 'node_maintenance_lock_lease_duration': 4, 'node_maintenance_capacity_timeout': 1,
+        'node_maintenance_node_ready_timeout': 1, 'node_maintenance_gpu_pod_deletion_timeout': 1})
     rc, out = finish(killed)
     assert rc == 0, out[-3000:]
     dead = holder(cluster)
     assert dead and cluster.nodes['n-gpu-a']['spec']['unschedulable'] is True
     assert cluster.nodes['n-gpu-a']['metadata']['labels'][STATE] == 'upgrading'
-    time.sleep(2.5)
+    time.sleep(4.5)
     # The next run (node_maintenance_max_unavailable 1) takes the expired lock over with a warning; its gate counts the node the
     # killed run left out of service, so its own node is deferred, not cordoned.
     second = start(tmp_path, 'second', cluster, ['gpu-b'], LOCK_PLAY, {'upgrade_plan': plan(['gpu-b'], [1], 1)})
