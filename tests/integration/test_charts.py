@@ -428,7 +428,7 @@ def test_device_plugin_settings_reach_the_pods(rendered, host):
                 res, = config["sharing"][kind[0]]["resources"]
                 assert res == {"name": "nvidia.com/gpu", "replicas": kind[1]}
         pod = plugin["spec"]["template"]["spec"]
-        managers = [c for c in pod.get("initContainers", []) + pod["containers"] if c["name"].startswith("config-manager")]
+        managers = [c for c in pod.get("initContainers", []) + pod["containers"] if c.get("command") == ["config-manager"]]
         assert managers and all({e["name"]: e.get("value") for e in m["env"]}["DEFAULT_CONFIG"] == "whole" for m in managers)
         assert all({e["name"]: e.get("value") for e in m["env"]}["NODE_LABEL"]
                    == "nvidia.com/device-plugin.config" for m in managers)
