@@ -281,38 +281,3 @@ def test_no_module_params_file_when_none_asked(host):
     # Module parameters are tested on molecule/nvidia_driver_switch's node; none is asked here.
     assert not host.file("/etc/modprobe.d/baremetal-gpu-nvidia-params.conf").exists
 
-
-# ---- unattended-upgrades keeps its hands off every NVIDIA and CUDA user-space package ----
-
-UU_HOSTS = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts(
-    "test_unattended_upgrades")
-# The prebuilt module packages are left to apt on purpose (roles/nvidia_driver/vars/main.yml): the flavour metapackage
-# moves with the kernel and brings the next kernel's module; the per-kernel ones the role installed are held.
-KERNEL_SIDE = re.compile(r"^linux-(modules|objects|signatures)-nvidia-")
-
-
-# How unattended-upgrades reads its blacklist (unattended-upgrade's own code: apt_pkg.config.value_list of this key,
-# after apt_pkg.init_config(), which reads every apt.conf.d file). Its dry run prints the same list ("Initial
-# blacklist: ...") but then resolves every upgrade, minutes per node; checked by hand on the 26.04 image, 2026-11-28.
-UU_BLACKLIST = ("python3 -c 'import apt_pkg; apt_pkg.init_config(); "
-                "print(chr(10).join(apt_pkg.config.value_list(\"Unattended-Upgrade::Package-Blacklist\")))'")
-
-
-def test_unattended_upgrades_blacklists_every_nvidia_package(host):
-    """Reads the blacklist as unattended-upgrades reads it (apt_pkg, the node's whole apt configuration), and checks
-    that every installed NVIDIA or CUDA user-space package (driver, libnvidia-*, CUDA, Fabric Manager, NSCQ, the
-    toolkit) matches one of its patterns. Only on the nodes whose prepare installed unattended-upgrades."""
-    name = host.backend.get_hostname()
-    if name not in UU_HOSTS:
-        import pytest  # pylint: disable=import-outside-toplevel
-        pytest.skip("%s has no unattended-upgrades (not in group test_unattended_upgrades)" % name)
-    assert host.package("unattended-upgrades").is_installed
-    out = host.run(UU_BLACKLIST)
-    assert out.rc == 0, out.stderr
-    patterns = out.stdout.split()
-    assert "^nvidia-" in patterns and "^cuda-" in patterns, patterns
-    nvidia = [p for p in _installed(host, "*") if ("nvidia" in p or p.startswith(("cuda-", "libcuda")))
-              and not KERNEL_SIDE.match(p)]
-    assert nvidia, "no NVIDIA package installed: nothing was checked"
-    loose = [p for p in nvidia if not any(re.match(pattern, p) for pattern in patterns)]
-    assert loose == [], "unattended-upgrades would upgrade %s (its blacklist: %s)" % (loose, patterns)
