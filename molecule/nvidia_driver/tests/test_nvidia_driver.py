@@ -199,7 +199,7 @@ def test_unattended_upgrades_exclusion(host):
     f = host.file("/etc/apt/apt.conf.d/51baremetal-gpu-nvidia-driver")
     assert f.is_file
     dump = host.run("apt-config dump Unattended-Upgrade::Package-Blacklist").stdout
-    assert "^libnvidia-" in dump, dump
+    assert "^libnvidia-" in dump and "^cuda-" in dump, dump
     # The prebuilt module packages are left to apt: the flavour metapackage moves with the kernel.
     assert "linux-modules-nvidia" not in dump, dump
 
