@@ -280,4 +280,3 @@ def test_persistence_daemon_enabled(host):
 def test_no_module_params_file_when_none_asked(host):
     # Module parameters are tested on molecule/nvidia_driver_switch's node; none is asked here.
     assert not host.file("/etc/modprobe.d/baremetal-gpu-nvidia-params.conf").exists
-
