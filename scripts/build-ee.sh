@@ -2,7 +2,7 @@
 # make ee: build the execution environment of execution-environment.yml with ansible-builder and podman.
 #
 #   scripts/build-ee.sh                       on the project's own Debian 12 base (tests/ee/base)
-#   EE_BASE_IMAGE=<image> scripts/build-ee.sh on another base (README "Running from AWX / AAP")
+#   EE_BASE_IMAGE=<image> scripts/build-ee.sh on another base (docs/awx.md)
 #
 # The image is tagged localhost/baremetal-gpu-ee:<key> and :latest; <key> changes with every input of
 # the build (scripts/ee-context.py), and an image whose key exists is reused, not built again.

@@ -4,7 +4,7 @@
 #   bash scripts/lab.sh                  set up, then preflight -> host layer -> verify -> preflight
 #   LAB_OS=debian12 bash scripts/lab.sh  the lab node's OS: debian12, debian13, ubuntu2204 or ubuntu2404
 #                                        (default ubuntu2404: it converges fastest, Ubuntu's signed prebuilt
-#                                        modules needing no DKMS build; see README.md, "The two commands")
+#                                        modules needing no DKMS build; see docs/DEVELOPING.md, "The two commands")
 #   LAB_RESET=1 bash scripts/lab.sh      throw the lab node away first and start from a fresh one
 #
 # The lab node is a systemd container (podman) baremetal-gpu-lab-<LAB_OS> from

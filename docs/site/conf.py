@@ -7,7 +7,12 @@ copyright = 'baremetal.gpu maintainers'  # pylint: disable=redefined-builtin
 title = 'baremetal.gpu collection documentation'
 html_short_title = 'baremetal.gpu'
 
-extensions = ['sphinx.ext.autodoc', 'sphinx_antsibull_ext']
+extensions = ['sphinx.ext.autodoc', 'sphinx_antsibull_ext', 'myst_parser']
+
+# The user guide (docs/*.md, copied under guide/ by scripts/build-docs.sh) is Markdown; its links to sections
+# (page.md#heading) resolve through the anchors GitHub gives headings.
+source_suffix = {'.rst': 'restructuredtext', '.md': 'markdown'}
+myst_heading_anchors = 4
 
 pygments_style = 'ansible'
 highlight_language = 'YAML+Jinja'

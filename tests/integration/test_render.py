@@ -53,7 +53,7 @@ ALL_ALERTS = {"GPUXidError", "GPUTemperatureHigh", "GPUDoubleBitECCError", "DCGM
 # reports DCGM's blank value there, which the exporter drops, so that series is absent and its alert stays silent.)
 GEFORCE_LEFT_OUT = {"GPUDoubleBitECCError", "GPUECCUncorrectableAggregate", "GPURetiredPagesPending", "GPURowRemapPending",
                     "GPUNVLinkErrors", "GPUNVLinkCRCErrors"}
-README = os.path.join(ROOT, "README.md")
+RUNBOOKS = os.path.join(ROOT, "docs", "runbooks.md")
 
 # Nothing to talk to: any attempt to reach a cluster or run helm fails loudly.
 NO_CLUSTER_ENV = {
@@ -296,7 +296,7 @@ def test_grafana_password_never_in_clear(scenario):
     assert secret["metadata"]["namespace"] == "monitoring"
 
 
-# Jinja's delimiters, a percent sign and both quotes: given `!unsafe`, as the README says a secret with
+# Jinja's delimiters, a percent sign and both quotes: given `!unsafe`, as docs/troubleshooting.md says a secret with
 # `{{` or `{#` must be (Ansible templates every other variable: `{#...#}` would be cut out, `{{x}}` fail and be echoed).
 TRICKY = "Graf-{{pw}}-{#c#}-%-'q'-\"d\"-91"
 
@@ -585,18 +585,21 @@ def github_anchors(markdown):
     return anchors
 
 
-def test_health_alert_runbooks_are_readme_sections(rendered):
-    """Each GPU health alert links to a section of the collection's README, at the README galaxy.yml names."""
+def test_alert_runbooks_are_sections_of_the_runbooks_page(rendered):
+    """Each GPU alert, health alerts included, links to a section of the collection's docs/runbooks.md, at the
+    repository galaxy.yml names."""
     with open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8") as fh:
-        documentation = yaml.safe_load(fh)["documentation"]
+        repository = yaml.safe_load(fh)["repository"]
     with open(os.path.join(ROOT, "roles", "kube_prometheus", "defaults", "main.yml"), encoding="utf-8") as fh:
-        base = yaml.safe_load(fh)["kube_prometheus_gpu_health_runbook_base_url"]
-    assert base == documentation and base.endswith("/README.md")
-    with open(README, encoding="utf-8") as fh:
+        defaults = yaml.safe_load(fh)
+    base = defaults["kube_prometheus_gpu_health_runbook_base_url"]
+    assert base == defaults["kube_prometheus_runbook_base_url"] == repository + "/blob/main/docs/runbooks.md"
+    with open(RUNBOOKS, encoding="utf-8") as fh:
         anchors = github_anchors(fh.read())
     alerts = alerts_of(rendered["datacenter"]["dirs"]["kube_prometheus"])
-    for name in HEALTH_ALERTS:
-        url = alerts[name]["annotations"]["runbook_url"]
+    assert set(HEALTH_ALERTS) < set(alerts)
+    for name, alert in alerts.items():
+        url = alert["annotations"]["runbook_url"]
         assert url.startswith(base + "#"), url
         assert url.split("#", 1)[1] in anchors, url
 
@@ -792,7 +795,7 @@ def test_cluster_addons_refuses_to_run_alone(tmp_path):
     assert "internal to the cluster roles" in res.stdout
 
 
-# Slices of the cluster layer by tag and switch (README "Run everything, or one layer"): each component's tasks carry
+# Slices of the cluster layer by tag and switch (docs/install.md, "Run everything, or one layer"): each component's tasks carry
 # its role name. Before --tags device_plugin ran nothing at all (the API-host pick was untagged).
 @pytest.mark.parametrize("args, expected", [
     (["--tags", "device_plugin"], ["device_plugin"]),
