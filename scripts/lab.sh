@@ -2,8 +2,9 @@
 # `make lab`: the collection's main job, run against a local lab node.
 #
 #   bash scripts/lab.sh                  set up, then preflight -> host layer -> verify -> preflight
-#   LAB_OS=debian12 bash scripts/lab.sh  the lab node's OS: debian12, debian13, ubuntu2204 or ubuntu2404
-#                                        (default ubuntu2404: it converges fastest, Ubuntu's signed prebuilt
+#   LAB_OS=debian12 bash scripts/lab.sh  the lab node's OS: a test node of the OS matrix (debian12, debian13,
+#                                        ubuntu2204, ubuntu2404, ubuntu2604: OS_MATRIX's test_node in
+#                                        plugins/module_utils/support.py; default ubuntu2404: it converges fastest, Ubuntu's signed prebuilt
 #                                        modules needing no DKMS build; see docs/DEVELOPING.md, "The two commands")
 #   LAB_RESET=1 bash scripts/lab.sh      throw the lab node away first and start from a fresh one
 #
@@ -16,10 +17,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 LAB_OS=${LAB_OS:-ubuntu2404}
-case $LAB_OS in
-  debian12 | debian13 | ubuntu2204 | ubuntu2404) ;;
-  *) printf '[lab] LAB_OS must be debian12, debian13, ubuntu2204 or ubuntu2404; got "%s"\n' "$LAB_OS" >&2; exit 2 ;;
-esac
+# The test nodes of the OS matrix (plugins/module_utils/support.py), read without Ansible: setup has not run yet.
+LAB_NODES=$(python3 -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import support
+print(" ".join(r["test_node"] for r in support.OS_MATRIX if r["tested"] and r["test_node"]))')
+if [[ " $LAB_NODES " != *" $LAB_OS "* ]]; then
+  printf '[lab] LAB_OS must be one of the OS matrix'"'"'s test nodes (%s); got "%s"\n' "$LAB_NODES" "$LAB_OS" >&2
+  exit 2
+fi
 export LAB_OS                # inventory/lab/hosts.yml reads it
 LAB_NAME=baremetal-gpu-lab-$LAB_OS   # must match inventory/lab/hosts.yml
 LAB_IMAGE=localhost/baremetal-gpu-$LAB_OS:latest
@@ -62,7 +66,11 @@ if podman container exists "$LAB_NAME"; then
   fi
 else
   log "starting a fresh lab node $LAB_NAME from $LAB_IMAGE"
-  podman run -d --systemd=always --name "$LAB_NAME" --hostname "$LAB_NAME" "$LAB_IMAGE" /sbin/init >/dev/null
+  # Ubuntu 26.04's systemd runs only on cgroup v2: a private cgroup namespace over the host's v2 hierarchy
+  # (BAREMETAL_CGROUP2, from scripts/env.sh), as its molecule platforms have.
+  opts=()
+  [[ $LAB_OS != ubuntu2604 ]] || opts=(--cgroupns=private -v "$BAREMETAL_CGROUP2:/sys/fs/cgroup:rw")
+  podman run -d --systemd=always "${opts[@]}" --name "$LAB_NAME" --hostname "$LAB_NAME" "$LAB_IMAGE" /sbin/init >/dev/null
 fi
 for _ in $(seq 1 60); do
   state=$(podman exec "$LAB_NAME" systemctl is-system-running 2>/dev/null || true)

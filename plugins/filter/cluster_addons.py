@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, baremetal.gpu maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the cluster layer (plugins/module_utils/cluster_addons.py); documented in the .yml files beside."""
+"""Filters of the cluster components: charts, values, CRDs, releases, the RuntimeClass, the device plugin's sharing
+(plugins/module_utils/cluster_addons.py); documented in the .yml files beside."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,19 +14,6 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.baremetal.gpu.plugins.plugin_utils.lazy import LazyModule
 
 cluster_addons = LazyModule('cluster_addons')
-gpu_health = LazyModule('gpu_health')
-
-
-def gpu_node_products(hostvars, hosts, fact='nvidia_smi'):
-    return cluster_addons.gpu_node_products(hostvars, hosts, fact)
-
-
-def verify_expected_capacity(hostvars, hosts, mig_strategy, replicas, resource='nvidia.com/gpu', sharing=None):
-    try:
-        return cluster_addons.expected_capacity(hostvars, hosts, mig_strategy, replicas, resource,
-                                                cluster_addons.sharing_capacity(sharing, hosts))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise AnsibleFilterError('baremetal.gpu.verify_expected_capacity: %s' % exc)
 
 
 def external_nfd(daemonsets, namespace, release):
@@ -85,13 +73,6 @@ def runtime_class_decision(existing, name, handler):
     return cluster_addons.runtime_class_decision(existing, name, handler)
 
 
-def promql_value_in(selector, values):
-    try:
-        return cluster_addons.promql_value_in(selector, values)
-    except ValueError as exc:
-        raise AnsibleFilterError('baremetal.gpu.promql_value_in: %s' % exc)
-
-
 def release_marked(values):
     try:
         return cluster_addons.release_marked(values)
@@ -104,28 +85,6 @@ def release_ownership(status, release, namespace, adopt=False, adopt_var='', pur
         return cluster_addons.release_ownership(status, release, namespace, adopt, adopt_var, purpose)
     except ValueError as exc:
         raise AnsibleFilterError('baremetal.gpu.release_ownership: %s' % exc)
-
-
-def xid_codes(severity):
-    try:
-        return gpu_health.xids_by_code_alone(severity)
-    except ValueError as exc:
-        raise AnsibleFilterError('baremetal.gpu.xid_codes: %s' % exc)
-
-
-def gpu_health_quarantine(cluster_nodes, results, max_quarantined, run_id='', now='', release_only=False):
-    try:
-        return gpu_health.quarantine_patches(cluster_nodes, results, int(max_quarantined), run_id or '', now or '',
-                                             boolean(release_only, strict=True))
-    except (TypeError, ValueError) as exc:
-        raise AnsibleFilterError('baremetal.gpu.gpu_health_quarantine: %s' % exc)
-
-
-def gpu_health_remediation(result):
-    if not isinstance(result, dict):
-        raise AnsibleFilterError('baremetal.gpu.gpu_health_remediation: expects a gpu_health result (a dict), got %s'
-                                 % type(result).__name__)
-    return gpu_health.remediation_plan(result)
 
 
 class FilterModule(object):
@@ -141,14 +100,8 @@ class FilterModule(object):
             'device_plugin_sharing': device_plugin_sharing,
             'device_plugin_sharing_labels': device_plugin_sharing_labels,
             'gpu_class': gpu_class,
-            'gpu_health_quarantine': gpu_health_quarantine,
-            'gpu_health_remediation': gpu_health_remediation,
-            'gpu_node_products': gpu_node_products,
             'external_nfd': external_nfd,
-            'verify_expected_capacity': verify_expected_capacity,
-            'promql_value_in': promql_value_in,
             'release_marked': release_marked,
             'release_ownership': release_ownership,
             'runtime_class_decision': runtime_class_decision,
-            'xid_codes': xid_codes,
         }

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, baremetal.gpu maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the NVIDIA driver's parsing and decisions (plugins/module_utils/{driver_plan,apt,dkms}.py);
-documented in the .yml files beside."""
+"""Filters of the NVIDIA driver's parsing and decisions: packages, DKMS, prebuilt modules, kernels, module parameters
+(plugins/module_utils/{driver_plan,apt,dkms,kernel_guard,modparams}.py); documented in the .yml files beside."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -17,6 +17,8 @@ dkmslib = LazyModule('dkms')
 desired_state = LazyModule('desired_state')
 driver_plan = LazyModule('driver_plan')
 node_facts = LazyModule('node_facts')
+kernel_guard = LazyModule('kernel_guard')
+modparams = LazyModule('modparams')
 
 
 def driver_plan_filter(facts, settings, os_data, apt=None, today=None):
@@ -130,6 +132,36 @@ def initramfs_stale(listings, now, path, blacklist=None):
     return out
 
 
+def apt_known_packages(policy_text, names=None):
+    known = [name for name, row in aptlib.parse_policy(policy_text or '').items() if row['versions']]
+    return [n for n in (names if names is not None else sorted(known)) if n in known]
+
+
+def nvidia_module_params(value):
+    params, errors = modparams.check(value)
+    return {'params': params, 'line': modparams.options_line(params), 'errors': errors}
+
+
+def nvidia_params_mismatches(proc_text, requested):
+    return modparams.mismatches(requested or {}, proc_text or '')
+
+
+def kernel_module_guard(results, kernels, next_boot, kmod):
+    return kernel_guard.guard(results or [], kernels or [], next_boot or '', kmod or 'nvidia')
+
+
+def prebuilt_flavour_packages(flavours, branch, server=False, open_modules=False):
+    return kernel_guard.flavour_packages(flavours or [], str(branch), bool(server), bool(open_modules))
+
+
+def headers_flavour_packages(flavours):
+    return kernel_guard.headers_flavour_packages(flavours or [])
+
+
+def dkms_autoinstall_problems(dkms_conf_text, hook_present):
+    return kernel_guard.dkms_autoinstall(bool(hook_present), dkms_conf_text)
+
+
 class FilterModule(object):
 
     def filters(self):
@@ -149,4 +181,11 @@ class FilterModule(object):
             'initramfs_verified': initramfs_verified,
             'initramfs_stale': initramfs_stale,
             'gpg_primary_fingerprints': gpg_primary_fingerprints,
+            'apt_known_packages': apt_known_packages,
+            'nvidia_module_params': nvidia_module_params,
+            'nvidia_params_mismatches': nvidia_params_mismatches,
+            'kernel_module_guard': kernel_module_guard,
+            'prebuilt_flavour_packages': prebuilt_flavour_packages,
+            'headers_flavour_packages': headers_flavour_packages,
+            'dkms_autoinstall_problems': dkms_autoinstall_problems,
         }

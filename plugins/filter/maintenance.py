@@ -7,8 +7,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from collections.abc import Mapping
-
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
@@ -86,22 +84,6 @@ def gpu_pods(pods, selector_labels=None):
     return maintenance.gpu_pods(pods, selector_labels)
 
 
-def host_values(hosts, hostvars, path, default=None):
-    """Host -> the value at ``path`` (dotted: ``__upgrade_map.name``) in that host's variables, or ``default`` where
-    a step of the path is missing or None. For facts the play set on some hosts only, which ``extract`` cannot read
-    without failing on the others."""
-    out = {}
-    for host in hosts or []:
-        value = hostvars[host]
-        for key in path.split('.'):
-            if not isinstance(value, Mapping) or key not in value:
-                value = None
-                break
-            value = value[key]
-        out[host] = default if value is None else value
-    return out
-
-
 class FilterModule(object):
 
     def filters(self):
@@ -118,5 +100,4 @@ class FilterModule(object):
             'maintenance_lease_object': maintenance_lease_object,
             'upgrade_host_status': upgrade_host_status,
             'gpu_pods': gpu_pods,
-            'host_values': host_values,
         }

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Decisions of the cluster layer (RuntimeClass, device plugin, dcgm-exporter, dashboard), as pure functions.
 
-Used by the filter plugins in plugins/filter/cluster_addons.py; unit-tested on recorded objects
+Used by the filter plugins in plugins/filter/cluster_addons.py and plugins/filter/verify.py; unit-tested on recorded objects
 and the real counters lists and dashboard carried by the roles.
 """
 

@@ -60,7 +60,7 @@ def broken_links(path):
     for target in links(text):
         if re.match(r'^[a-z][a-z0-9+.-]*:', target):  # https:, mailto:, ...
             continue
-        file_part, _, anchor = target.partition('#')
+        file_part, _sep, anchor = target.partition('#')
         dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) if file_part else path
         if not os.path.exists(dest):
             broken.append('%s: no such file' % target)

@@ -24,14 +24,6 @@ def fixture(*path):
         return handle.read()
 
 
-def test_every_filter_is_registered():
-    assert sorted(FILTERS) == ['apt_simulation', 'dkms_build_error', 'dkms_status', 'driver_desired_branch', 'driver_modules',
-                               'driver_plan', 'driver_upgrade_target', 'fingerprint_changes',
-                               'gpg_primary_fingerprints', 'initramfs_contains', 'initramfs_stale', 'initramfs_verified',
-                               'modinfo', 'nvidia_reboot_decision',
-                               'nvidia_reboot_record_after']
-
-
 def test_apt_simulation_filter_adds_branches_and_changes():
     out = FILTERS['apt_simulation'](fixture('apt', 'ubuntu2204-simulate-525.txt'), '^nvidia-kernel-common-[0-9]+$')
     assert out['final'] == '580' and out['changes'] is True

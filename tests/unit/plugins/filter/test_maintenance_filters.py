@@ -15,6 +15,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.baremetal.gpu.plugins.filter import hostvars as hostvars_filters
 from ansible_collections.baremetal.gpu.plugins.filter import maintenance as filters
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'rke2')
@@ -67,10 +68,10 @@ def test_host_values_reads_a_path_some_hosts_lack():
                 'gpu-d': {},
                 'gpu-e': {'__upgrade_map': 'not a mapping'}}
     hosts = ['gpu-a', 'gpu-b', 'gpu-c', 'gpu-d', 'gpu-e']
-    assert filters.host_values(hosts, hostvars, '__upgrade_map.name') == {
+    assert hostvars_filters.host_values(hosts, hostvars, '__upgrade_map.name') == {
         'gpu-a': 'n-gpu-a', 'gpu-b': None, 'gpu-c': None, 'gpu-d': None, 'gpu-e': None}
-    assert filters.host_values(hosts, hostvars, '__node_maintenance_failed', False) == {
+    assert hostvars_filters.host_values(hosts, hostvars, '__node_maintenance_failed', False) == {
         'gpu-a': True, 'gpu-b': False, 'gpu-c': False, 'gpu-d': False, 'gpu-e': False}
     # A host listed twice (k8s_control and gpu_nodes) once, in the first place it appears.
-    assert list(filters.host_values(['gpu-b', 'gpu-a', 'gpu-b'], hostvars, '__upgrade_map.by', '')) == ['gpu-b', 'gpu-a']
-    assert filters.host_values([], hostvars, '__upgrade_map.name') == {}
+    assert list(hostvars_filters.host_values(['gpu-b', 'gpu-a', 'gpu-b'], hostvars, '__upgrade_map.by', '')) == ['gpu-b', 'gpu-a']
+    assert hostvars_filters.host_values([], hostvars, '__upgrade_map.name') == {}
