@@ -38,6 +38,13 @@ def gpu_health_remediation(result):
     return gpu_health.remediation_plan(result)
 
 
+def gpu_health_reset_failures(results, timeout):
+    if not isinstance(results, list):
+        raise AnsibleFilterError('baremetal.gpu.gpu_health_reset_failures: expects the results of a registered loop '
+                                 '(a list), got %s' % type(results).__name__)
+    return gpu_health.reset_failures(results, timeout)
+
+
 class FilterModule(object):
 
     def filters(self):
@@ -45,4 +52,5 @@ class FilterModule(object):
             'xid_codes': xid_codes,
             'gpu_health_quarantine': gpu_health_quarantine,
             'gpu_health_remediation': gpu_health_remediation,
+            'gpu_health_reset_failures': gpu_health_reset_failures,
         }

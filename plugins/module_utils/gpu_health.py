@@ -647,3 +647,25 @@ def remediation_plan(result):
                 'commands': [['nvidia-smi', '-r', '-i', str(i)] for i in sorted(resets)], 'manual': manual,
                 'reasons': reasons}
     return {'step': 'none', 'gpus': [], 'commands': [], 'manual': manual, 'reasons': reasons}
+
+
+# coreutils' timeout exits 124 when it stopped the command with TERM, 128+9 when it had to KILL it.
+TIMEOUT_EXITS = (124, 137)
+
+
+def reset_failures(results, timeout):
+    """The GPU resets of a remediation that did not succeed, one line each ('GPU <index>: ...'), from the registered
+    loop results of ``timeout <timeout> nvidia-smi -r -i <index>`` (skipped results are ignored)."""
+    failures = []
+    for result in results or []:
+        if result.get('skipped') or result.get('rc') == 0:
+            continue
+        rc = result.get('rc')
+        if rc in TIMEOUT_EXITS:
+            failures.append('GPU %s: the reset did not finish within gpu_health_reset_timeout (%s s) and was killed'
+                            % (result.get('item'), timeout))
+        else:
+            said = ' '.join(str(result.get('stderr') or result.get('stdout') or result.get('msg') or '').split())
+            failures.append('GPU %s: the reset failed (nvidia-smi -r exited %s%s)'
+                            % (result.get('item'), rc, (': ' + said[:200]) if said else ''))
+    return failures

@@ -131,12 +131,13 @@ H100 = os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', 'device__h100-8
 T4 = os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', 'telegraf__tesla_t4.xml')
 
 
-def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100, lost_on_reset=False):
+def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100, lost_on_reset=False, hang_on_reset=False):
     """TEST ONLY. A stand-in nvidia-smi for ``host`` (written into ``tmp_path``) that prints a real capture (the
     H100's by default), changed to a pending row remap (the T4's: a pending page retirement) unless ``healthy``. ``nvidia-smi -r -i N`` is logged in
     <host>.resets; afterwards the unchanged capture is printed when ``reset_helps``. With ``lost_on_reset`` the reset
     also loses the host (<host>.lost: the lossy_local connection of connection_plugins/ makes it unreachable from
-    then on). Returns its path."""
+    then on). With ``hang_on_reset`` the reset never returns (it sleeps, as a reset stuck in the driver does).
+    Returns its path."""
     with open(capture, encoding='utf-8') as handle:
         well = handle.read()
     if capture == H100:
@@ -149,9 +150,10 @@ def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100, lost_on_r
     base = tmp_path / host
     path = tmp_path / ('nvidia-smi-%s' % host)
     path.write_text('#!/bin/sh\n# TEST ONLY: a stand-in nvidia-smi printing a real capture\n'
-                    'if [ "$1" = -r ]; then echo "$@" >> %(b)s.resets; %(lose)secho "GPU reset"; exit 0; fi\n'
+                    'if [ "$1" = -r ]; then echo "$@" >> %(b)s.resets; %(lose)s%(hang)secho "GPU reset"; exit 0; fi\n'
                     'if [ -e %(b)s.resets ] && [ %(helps)s = yes ]; then cat %(b)s-well.xml; else cat %(b)s.xml; fi\n'
-                    % {'b': base, 'helps': 'yes' if reset_helps else 'no', 'lose': ('touch %s.lost; ' % base) if lost_on_reset else ''})
+                    % {'b': base, 'helps': 'yes' if reset_helps else 'no', 'lose': ('touch %s.lost; ' % base) if lost_on_reset else '',
+                       'hang': 'exec sleep 300; ' if hang_on_reset else ''})
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path)
 

@@ -281,6 +281,23 @@ def test_a_node_lost_in_its_remediation_stays_cordoned_failed_and_the_lock_is_re
     assert 'FAILED on %s' % lost[0] in flat and 'so the rollout stops after this batch' in flat, out[-3000:]
 
 
+def test_a_gpu_reset_that_hangs_is_killed_and_the_node_stays_cordoned_failed(tmp_path, cluster):
+    """A reset stuck in the driver (the stand-in never returns) is killed after gpu_health_reset_timeout: the node
+    fails its remediation naming the variable, stays cordoned and labelled failed, and the lock is released. Before
+    the time limit the run, its batch and the lock waited for the reset for ever."""
+    add_node(cluster, 'n-gpu-a')
+    rc, out = run(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=remediate', '-e',
+                  'gpu_health_reset_timeout=2', hang_on_reset=True)
+    flat = out.replace('\n', ' ')
+    assert rc != 0, out[-4000:]
+    assert (tmp_path / 'gpu-a.resets').exists(), 'the reset was never started'
+    assert 'GPU 0: the reset did not finish within gpu_health_reset_timeout (2 s) and was killed' in flat, out[-3000:]
+    node = cluster.nodes['n-gpu-a']
+    assert node['spec'].get('unschedulable') is True, node['spec']
+    assert node['metadata']['labels'][REMEDIATION] == 'failed', node['metadata']['labels']
+    assert lease_holder(cluster) in (None, ''), cluster.leases
+
+
 def kernel_log_command(tmp_path, host):
     """The kernel-log command the module ran on ``host`` (the report's commands), or None."""
     report = json.loads((tmp_path / 'reports' / 'gpu_health.json').read_text())

@@ -23,7 +23,7 @@ HOMES = {
                'nvidia_params_mismatches', 'nvidia_reboot_decision', 'nvidia_reboot_record_after',
                'prebuilt_flavour_packages'),
     'fabric_manager': ('fabric_manager_decision', 'fabric_manager_pins', 'fabric_report'),
-    'gpu_health': ('gpu_health_quarantine', 'gpu_health_remediation', 'xid_codes'),
+    'gpu_health': ('gpu_health_quarantine', 'gpu_health_remediation', 'gpu_health_reset_failures', 'xid_codes'),
     'hostvars': ('host_values',),
     'maintenance': ('gpu_pods', 'maintenance_gate', 'maintenance_lease', 'maintenance_lease_object',
                     'maintenance_mapping_errors', 'maintenance_node', 'maintenance_node_name', 'maintenance_plan',

@@ -580,3 +580,17 @@ def test_xids_by_code_alone_follow_the_catalog_and_the_policy():
 def test_xids_by_code_alone_refuses_an_unknown_severity():
     with pytest.raises(ValueError):
         gh.xids_by_code_alone('fatal')
+
+
+def test_reset_failures_name_the_time_limit_and_the_exit_code():
+    results = [{'item': 0, 'rc': 0, 'stdout': 'GPU 00000000:00:06.0 was successfully reset.'},
+               {'item': 1, 'rc': 124, 'stdout': ''},
+               {'item': 2, 'rc': 137},
+               {'item': 3, 'rc': 255, 'stderr': "Unable to reset this GPU because it's being used by some other process"},
+               {'item': 4, 'skipped': True}]
+    assert gh.reset_failures(results, 120) == [
+        'GPU 1: the reset did not finish within gpu_health_reset_timeout (120 s) and was killed',
+        'GPU 2: the reset did not finish within gpu_health_reset_timeout (120 s) and was killed',
+        "GPU 3: the reset failed (nvidia-smi -r exited 255: Unable to reset this GPU because it's being used by some"
+        " other process)"]
+    assert gh.reset_failures([], 120) == [] and gh.reset_failures(None, 5) == []
