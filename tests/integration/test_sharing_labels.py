@@ -19,14 +19,14 @@ MARK = 'baremetal.gpu/device-plugin-config'
 POOLS = {'whole': {'sharing': 'none'}, 'ts4': {'sharing': 'time-slicing', 'replicas': 4},
          'mps2': {'sharing': 'mps', 'replicas': 2}}
 PLAY = cluster_play("""---
-- name: Label the Nodes of the GPU hosts with their sharing profile
+- name: The device plugin's sharing labels on the Nodes
   hosts: localhost
   gather_facts: false
   tasks:
-    - name: The device plugin's labels step
+    - name: The device plugin's %s step
       ansible.builtin.include_role:
         name: baremetal.gpu.device_plugin
-        tasks_from: labels
+        tasks_from: %s
 """)
 
 
@@ -39,15 +39,15 @@ def add_node(cluster, name, labels=None, annotations=None):
     cluster.add_node(node)
 
 
-def run(tmp_path, cluster, profiles, *args):
-    """The labels step with the GPU hosts of ``profiles`` ({host: profile or None}); (rc, output)."""
+def run(tmp_path, cluster, profiles, *args, entry='labels'):
+    """The labels step (or ``entry``) with the GPU hosts of ``profiles`` ({host: profile or None}); (rc, output)."""
     inventory = {'all': {
         'vars': {'cluster_kubeconfig': cluster.kubeconfig, 'device_plugin_sharing_profiles': POOLS},
         'hosts': {'localhost': {'ansible_connection': 'local'}},
         'children': {'gpu_nodes': {'hosts': dict(
             (host, {'baremetal_gpu_sharing_profile': profile} if profile else {}) for host, profile in profiles.items())}}}}
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
-    (tmp_path / 'play.yml').write_text(PLAY)
+    (tmp_path / 'play.yml').write_text(PLAY % (entry, entry))
     res = subprocess.run(['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'), str(tmp_path / 'play.yml')]
                          + list(args), capture_output=True, text=True, env=ansible_env(), timeout=300, check=False)
     return res.returncode, res.stdout + res.stderr
@@ -98,3 +98,26 @@ def test_someone_elses_label_is_refused_before_any_change(tmp_path, cluster):
     rc, out = run(tmp_path, cluster, {'dev-01': None}, '-e', 'device_plugin_sharing_default_profile=gold')
     assert rc != 0 and 'device_plugin_sharing_default_profile is gold' in out, out[-3000:]
     assert not writes(cluster)
+
+
+def test_the_uninstall_takes_off_only_the_labels_we_set(tmp_path, cluster):
+    """The uninstall's unlabel step: our label and mark come off every Node that carries the mark, a GPU host's or
+    not; someone else's label (no mark) stays; check mode and a second run write nothing."""
+    for name in ('train-01', 'dev-01'):
+        add_node(cluster, name)
+    add_node(cluster, 'cpu-01', {LABEL: 'gold'})        # someone else's: no mark
+    rc, out = run(tmp_path, cluster, {'train-01': 'ts4', 'dev-01': 'mps2'})
+    assert rc == 0 and cluster.nodes['dev-01']['metadata']['labels'][LABEL] == 'mps2', out[-3000:]
+    before = len(writes(cluster))
+    rc, out = run(tmp_path, cluster, {}, '--check', entry='unlabel')
+    assert rc == 0 and len(writes(cluster)) == before, out[-3000:]
+    rc, out = run(tmp_path, cluster, {}, entry='unlabel')
+    assert rc == 0, out[-3000:]
+    assert sorted(p for _m, p in writes(cluster)[before:]) == ['/api/v1/nodes/dev-01', '/api/v1/nodes/train-01']
+    for name in ('train-01', 'dev-01'):
+        assert LABEL not in cluster.nodes[name]['metadata']['labels']
+        assert MARK not in cluster.nodes[name]['metadata'].get('annotations', {})
+    assert cluster.nodes['cpu-01']['metadata']['labels'][LABEL] == 'gold'
+    after = len(writes(cluster))
+    rc, out = run(tmp_path, cluster, {}, entry='unlabel')
+    assert rc == 0 and len(writes(cluster)) == after, out[-3000:]
