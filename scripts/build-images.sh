@@ -2,6 +2,7 @@
 # Build, cache and import the systemd test-node images from debootstrap.
 #
 #   scripts/build-images.sh [debian12] [debian13] [ubuntu2204] [ubuntu2404] [ubuntu2604] [ee-base]
+#   scripts/build-images.sh --list     print the test nodes of the OS matrix, one per line, and build nothing
 #
 # ee-base is not a node: the base of the test execution environment (make ee, tests/ee/base), on
 # the same Debian 12 debootstrap base as the debian12 node.
@@ -49,6 +50,7 @@ PY
 }
 MATRIX_NODES=$(matrix_nodes)
 mapfile -t ALL_NODES < <(awk '{print $1}' <<<"$MATRIX_NODES")
+if [[ ${1:-} == --list ]]; then printf '%s\n' "${ALL_NODES[@]}"; exit 0; fi
 
 # node_layout NODE: "sources-format kernel-package", what the matrix does not say: how the release installs its
 # sources, and the kernel the node gets.

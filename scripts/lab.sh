@@ -17,9 +17,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 LAB_OS=${LAB_OS:-ubuntu2404}
-# The test nodes of the OS matrix (plugins/module_utils/support.py), read without Ansible: setup has not run yet.
-LAB_NODES=$(python3 -c 'import sys; sys.path.insert(0, "plugins/module_utils"); import support
-print(" ".join(r["test_node"] for r in support.OS_MATRIX if r["tested"] and r["test_node"]))')
+# The test nodes of the OS matrix, as scripts/build-images.sh reads them (it needs no setup).
+LAB_NODES=$(bash scripts/build-images.sh --list | paste -sd ' ')
 if [[ " $LAB_NODES " != *" $LAB_OS "* ]]; then
   printf '[lab] LAB_OS must be one of the OS matrix'"'"'s test nodes (%s); got "%s"\n' "$LAB_NODES" "$LAB_OS" >&2
   exit 2
