@@ -575,14 +575,14 @@ def test_alert_rules_pass_promtool(scenario, tmp_path):
 
 
 def github_anchors(markdown):
-    """The anchors GitHub gives the headings of a Markdown text (lower case, punctuation dropped, spaces to -)."""
-    anchors = set()
-    for line in markdown.splitlines():
-        match = re.match(r"^#{1,6}\s+(.*?)\s*$", line)
-        if match:
-            text = re.sub(r"[^\w\- ]", "", match.group(1).lower())
-            anchors.add(text.replace(" ", "-"))
-    return anchors
+    """The anchors GitHub gives the headings of a Markdown text: the rule of the link test of the project's Markdown
+    (tests/unit/test_doc_links.py, imported by path), so that both read a heading the same way."""
+    import importlib.util  # pylint: disable=import-outside-toplevel
+    spec = importlib.util.spec_from_file_location("baremetal_gpu_doc_links",
+                                                  os.path.join(ROOT, "tests", "unit", "test_doc_links.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.anchors(markdown)
 
 
 def test_alert_runbooks_are_sections_of_the_runbooks_page(rendered):
