@@ -61,6 +61,10 @@ def device_plugin_sharing_labels(nodes, labels, hostvars=None, hosts=None):
     return cluster_addons.sharing_label_changes(nodes, labels or {}, hostvars, hosts)
 
 
+def device_plugin_sharing_unlabels(nodes):
+    return cluster_addons.sharing_label_removals(nodes)
+
+
 def crds_served(crd_names, api_versions):
     return cluster_addons.crds_served(crd_names, api_versions)
 
@@ -99,6 +103,7 @@ class FilterModule(object):
             'device_list_strategy': device_list_strategy,
             'device_plugin_sharing': device_plugin_sharing,
             'device_plugin_sharing_labels': device_plugin_sharing_labels,
+            'device_plugin_sharing_unlabels': device_plugin_sharing_unlabels,
             'gpu_class': gpu_class,
             'external_nfd': external_nfd,
             'release_marked': release_marked,

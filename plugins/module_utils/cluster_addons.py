@@ -588,3 +588,15 @@ def sharing_label_changes(nodes, labels, hostvars, hosts):
             patches.append({'node': mapped['name'], 'host': host, 'labels': {SHARING_LABEL: wanted},
                             'annotations': {SHARING_MARK: 'true'}})
     return {'patches': patches, 'errors': errors, 'unmapped': unmapped}
+
+
+def sharing_label_removals(nodes):
+    """The uninstall's patches: SHARING_LABEL and SHARING_MARK off every Node that carries our mark (whoever's host it
+    is now); a Node without the mark is left alone. The patches have the shape of sharing_label_changes' (host None)."""
+    patches = []
+    for node in nodes or []:
+        meta = node.get('metadata') or {}
+        if SHARING_MARK in (meta.get('annotations') or {}):
+            patches.append({'node': meta.get('name'), 'host': None, 'labels': {SHARING_LABEL: None},
+                            'annotations': {SHARING_MARK: None}})
+    return patches

@@ -439,6 +439,17 @@ def test_sharing_label_changes_touch_only_our_hosts_and_our_labels():
         'Node gpu-d (host gpu-d) has nvidia.com/device-plugin.config=mps2, set by someone else')
 
 
+def test_sharing_label_removals_take_off_only_what_carries_our_mark():
+    mark = {cluster_addons.SHARING_MARK: 'true'}
+    label = cluster_addons.SHARING_LABEL
+    nodes = [_node('gpu-c', {label: 'ts4'}, mark), _node('gpu-d', {label: 'mps2'}), _node('cpu-1', {label: 'ts4'}, mark),
+             _node('gpu-a')]
+    assert cluster_addons.sharing_label_removals(nodes) == [
+        {'node': 'gpu-c', 'host': None, 'labels': {label: None}, 'annotations': {cluster_addons.SHARING_MARK: None}},
+        {'node': 'cpu-1', 'host': None, 'labels': {label: None}, 'annotations': {cluster_addons.SHARING_MARK: None}}]
+    assert cluster_addons.sharing_label_removals([]) == [] and cluster_addons.sharing_label_removals(None) == []
+
+
 def test_expected_capacity_per_pool():
     seen = {'status': 'ok', 'gpu_count': 2, 'node_name': None, 'summary': '2 GPUs',
             'device_plugin_gpus': {'none': 2, 'single': 2, 'mixed': 2}}
