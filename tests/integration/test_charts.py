@@ -45,16 +45,18 @@ NO_CLUSTER_ENV = {
     "HELM_DRIVER": "none-such",
 }
 METRICS_FIXTURES = os.path.join(ROOT, "tests", "fixtures", "dcgm-metrics")
+SITE_REGISTRY = "registry.site:5000/mirror"
+SITE_PULL_SECRET = "site-pull"
 
 
-def _support():
-    spec = importlib.util.spec_from_file_location("support", os.path.join(ROOT, "plugins", "module_utils", "support.py"))
+def _module_utils(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "plugins", "module_utils", name + ".py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-SUPPORT = _support()
+SUPPORT = _module_utils("support")
 
 
 def _default(role, name):
@@ -115,6 +117,9 @@ VARIANTS = {
     # Sharing per node pool (device_plugin_sharing_profiles): one named config per profile, whole GPUs by default.
     "pools": dict(COMMON, dcgm_exporter_gpu_class="datacenter", cluster_addons_gpu_nodes_group="gpu_nodes_pools",
                   device_plugin_nfd="install", device_plugin_sharing_profiles=POOLS),
+    # Air-gapped: every image from the site's registry, its pull secret on every pod (cluster_addons_image_*).
+    "airgap": dict(COMMON, cluster_addons_gpu_nodes_group="gpu_nodes_datacenter",
+                   cluster_addons_image_registry=SITE_REGISTRY, cluster_addons_image_pull_secrets=[SITE_PULL_SECRET]),
     # MIG single, CDI through annotations, a Grafana admin Secret the site manages.
     "mig": {"dcgm_exporter_gpu_class": "datacenter", "device_plugin_mig_strategy": "single",
             "device_plugin_device_list_strategy": "cdi-annotations",
@@ -125,6 +130,7 @@ EXPECT = {
     "geforce": {"class": "geforce", "nfd": False, "strategy": "envvar", "mig": "none", "replicas": None},
     "time-slicing": {"class": "datacenter", "nfd": True, "strategy": "cdi-cri", "mig": "none", "replicas": 8},
     "mig": {"class": "datacenter", "nfd": True, "strategy": "cdi-annotations", "mig": "single", "replicas": None},
+    "airgap": {"class": "datacenter", "nfd": True, "strategy": "cdi-cri", "mig": "none", "replicas": None},
     "pools": {"class": "datacenter", "nfd": True, "strategy": "cdi-cri", "mig": "none", "replicas": None,
               "pools": {"default": "whole", "configs": {"whole": None, "ts4": ("timeSlicing", 4), "mps2": ("mps", 2)}}},
 }
@@ -591,3 +597,95 @@ def test_nfd_crd_fixtures_are_those_of_the_device_plugin_charts(pin):
     carried = load_docs(crd_files(nfd_version(pin))[-1])
     assert [d["spec"] for d in shipped] == [d["spec"] for d in carried]
     assert {d["spec"]["names"]["kind"] for d in carried} == {"NodeFeature", "NodeFeatureGroup", "NodeFeatureRule"}
+
+
+# ---------------------------------------------------------------- air-gapped sites (cluster_addons_image_*)
+
+MIRROR = _module_utils("mirror")
+# A public registry's name anywhere in a string: an image field, an argument (--prometheus-config-reloader=...), an
+# environment variable, a ConfigMap; an image without a registry host is Docker Hub's.
+PUBLIC = re.compile(r"(?<![-A-Za-z0-9.])(%s)/" % "|".join(re.escape(r) for r in MIRROR.PUBLIC_REGISTRIES))
+ROLES = ["device_plugin", "kube_prometheus", "dcgm_exporter"]
+# Pods whose chart renders no imagePullSecrets whatever the values say, per device-plugin pin (their image still
+# comes from the site's registry; the node's own registry credentials, RKE2's registries.yaml, must let them pull):
+# the NFD subchart of device-plugin 0.18.2 leaves them out of its prune Job, a post-delete hook.
+NO_PULL_SECRETS = {PREVIOUS_DEVICE_PLUGIN: ("-node-feature-discovery-prune",)}
+
+
+def strings(node, path=""):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from strings(value, "%s.%s" % (path, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from strings(value, "%s[%d]" % (path, i))
+    elif isinstance(node, str):
+        yield path, node
+
+
+def images(node, path=""):
+    """Every image a pod or a Prometheus Operator resource names: (path, image)."""
+    for where, value in strings(node, path):
+        if re.search(r"\.(image|thanosImage|baseImage)$", where):
+            yield where, value
+
+
+def public_references(objs):
+    found = []
+    for obj in objs:
+        name = "%s/%s" % (obj["kind"], obj["metadata"]["name"])
+        found += ["%s%s: %s" % (name, where, value[:120]) for where, value in strings(obj) if PUBLIC.search(value)]
+        found += ["%s%s: %s (Docker Hub)" % (name, where, value) for where, value in images(obj)
+                  if MIRROR.is_public(value) and not PUBLIC.search(value)]
+    return found
+
+
+def pod_specs(objs):
+    for obj in objs:
+        spec = obj.get("spec") or {}
+        if obj["kind"] in ("DaemonSet", "Deployment", "StatefulSet", "Job"):
+            yield obj, spec["template"]["spec"]
+        elif obj["kind"] == "Pod":
+            yield obj, spec
+
+
+@pytest.mark.parametrize("host", [h for h in HOSTS if variant_of(h) == "airgap"])
+def test_air_gapped_site_renders_no_public_registry(rendered, host):
+    roles = [r for r in ROLES if r == "device_plugin" or host in FULL_HOSTS]
+    objs = [o for role in roles for o in objects(rendered, host, role)]
+    assert public_references(objs) == []
+    named = [value for obj in objs for _where, value in images(obj)]
+    assert named and all(value.startswith(SITE_REGISTRY + "/") for value in named), named
+    for obj, spec in pod_specs(objs):
+        if obj["metadata"]["name"].endswith(NO_PULL_SECRETS.get(pin_of(host), ())):
+            assert not spec.get("imagePullSecrets"), "the chart now takes pull secrets here: drop it from NO_PULL_SECRETS"
+            continue
+        assert {"name": SITE_PULL_SECRET} in (spec.get("imagePullSecrets") or []), obj["metadata"]["name"]
+
+
+def test_the_public_registry_scan_can_fail(rendered):
+    # The same scan over the datacenter variant (no registry set) finds the charts' public images, including an
+    # argument and an image without a registry host; the air-gapped test above is not empty by construction.
+    host = FULL_HOSTS[0]
+    found = public_references([o for role in ROLES for o in objects(rendered, host, role)])
+    assert any("nvcr.io/nvidia/k8s-device-plugin" in f for f in found), found
+    assert any("--prometheus-config-reloader=quay.io/" in f for f in found), found
+    assert any("(Docker Hub)" in f or "docker.io/" in f for f in found), found
+
+
+@pytest.mark.parametrize("chart,path,default", [
+    (chart, path, default) for chart, table in sorted(MIRROR.CHART_IMAGES.items())
+    for path, default in sorted(table.get("repository", {}).items())])
+def test_image_table_holds_the_pinned_charts_defaults(chart, path, default):
+    # CHART_IMAGES restates where each pinned chart names its images: the real chart's values.yaml must agree.
+    versions = DEVICE_PLUGIN_PINS if chart == "nvidia-device-plugin" else [PINS[chart]]
+    for version in versions:
+        with tarfile.open(os.path.join(CHART_DIR, "%s-%s.tgz" % (chart, version))) as tar:
+            node = yaml.safe_load(tar.extractfile("%s/values.yaml" % chart))
+            keys = path.split(".")
+            if keys[0] == "nfd":
+                node = yaml.safe_load(tar.extractfile("%s/charts/node-feature-discovery/values.yaml" % chart))
+                keys = keys[1:]
+        for key in keys:
+            node = node[key]
+        assert node == default, (chart, version, path, node)

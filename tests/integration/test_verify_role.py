@@ -248,3 +248,41 @@ def test_module_defaults_group_reaches_gpu_node_capacity(tmp_path, api):
                          check=False)
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
     assert api.node_requests() == ["/api/v1/nodes/nori"]
+
+
+POD_PLAY = """---
+- name: The smoke-test pod verify would create
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: The role's defaults and variables, as the role loads them
+      ansible.builtin.include_vars:
+        file: "{{ item }}"
+      loop: ["%(role)s/defaults/main.yml", "%(role)s/vars/main.yml"]
+    - name: Write the pod
+      ansible.builtin.copy:
+        content: "{{ __verify_smoke_test_pod | to_json }}"
+        dest: "{{ out }}"
+        mode: "0600"
+"""
+
+
+@pytest.mark.parametrize("extra,image,secrets", [
+    ({}, "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", []),
+    ({"cluster_addons_image_registry": "registry.site:5000/mirror", "cluster_addons_image_pull_secrets": "site-pull"},
+     "registry.site:5000/mirror/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", [{"name": "site-pull"}]),
+    # An image the site names on its own registry is pulled as given.
+    ({"cluster_addons_image_registry": "registry.site", "verify_smoke_test_image": "harbor.site/gpu/vectoradd:1"},
+     "harbor.site/gpu/vectoradd:1", []),
+], ids=["public", "site registry", "own image wins"])
+def test_smoke_test_pod_pulls_from_the_site_registry(tmp_path, extra, image, secrets):
+    (tmp_path / "play.yml").write_text(POD_PLAY % {"role": os.path.join(ROOT, "roles", "verify")})
+    args = ["ansible-playbook", "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml"),
+            "-e", "out=%s" % (tmp_path / "pod.json")]
+    for key, value in extra.items():
+        args += ["-e", "%s=%s" % (key, value)]
+    res = subprocess.run(args, capture_output=True, text=True, env=ansible_env(), timeout=300, check=False)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    pod = json.loads((tmp_path / "pod.json").read_text())
+    assert pod["spec"]["containers"][0]["image"] == image
+    assert pod["spec"]["imagePullSecrets"] == secrets

@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""plugins/module_utils/mirror.py: images from the site's registry. What the real charts render with these values is
+tested in tests/integration/test_charts.py (every string of every object, no public registry left)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import mirror
+
+
+@pytest.mark.parametrize('ref,registry,path', [
+    ('nvcr.io/nvidia/k8s-device-plugin:v0.20.0', 'nvcr.io', 'nvidia/k8s-device-plugin:v0.20.0'),
+    ('busybox:1.36', 'docker.io', 'library/busybox:1.36'),
+    ('grafana/grafana:13.2.0', 'docker.io', 'grafana/grafana:13.2.0'),
+    ('registry.site:5000/gpu/x@sha256:ab', 'registry.site:5000', 'gpu/x@sha256:ab'),
+    ('localhost/x:1', 'localhost', 'x:1'),
+])
+def test_split_image(ref, registry, path):
+    assert mirror.split_image(ref) == (registry, path)
+
+
+@pytest.mark.parametrize('ref,registry,moved', [
+    ('nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0', 'registry.site:5000/mirror',
+     'registry.site:5000/mirror/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0'),
+    ('busybox', 'registry.site', 'registry.site/library/busybox'),
+    ('quay.io/prometheus/prometheus:v3', 'registry.site', 'registry.site/prometheus/prometheus:v3'),
+    # The site's own image and no registry at all: unchanged.
+    ('harbor.site/gpu/vectoradd:1', 'registry.site', 'harbor.site/gpu/vectoradd:1'),
+    ('nvcr.io/nvidia/x:1', '', 'nvcr.io/nvidia/x:1'),
+])
+def test_mirror_image(ref, registry, moved):
+    assert mirror.mirror_image(ref, registry) == moved
+
+
+def test_mirror_values_per_chart():
+    assert mirror.mirror_values('nvidia-device-plugin', 'registry.site', 'site-pull') == {
+        'image': {'repository': 'registry.site/nvidia/k8s-device-plugin'},
+        'imagePullSecrets': [{'name': 'site-pull'}],
+        'nfd': {'image': {'repository': 'registry.site/nfd/node-feature-discovery'},
+                'imagePullSecrets': [{'name': 'site-pull'}]}}
+    assert mirror.mirror_values('kube-prometheus-stack', 'registry.site:5000', []) == {
+        'global': {'imageRegistry': 'registry.site:5000'}}
+    assert mirror.mirror_values('dcgm-exporter', '', None) == {}
+    with pytest.raises(ValueError, match='no image table for chart other'):
+        mirror.mirror_values('other', 'registry.site')
+
+
+@pytest.mark.parametrize('registry,secrets,errors', [
+    ('', [], []),
+    ('registry.site', ['site-pull'], []),
+    ('10.0.0.5:5000/mirror/gpu', 'a,b', []),
+    ('https://registry.site', [], ['cluster_addons_image_registry must be a registry host']),
+    ('registry.site/', [], ['cluster_addons_image_registry must be a registry host']),
+    ('registry.site/mirror:v1', [], ['cluster_addons_image_registry must be a registry host']),
+    (['registry.site'], [], ['cluster_addons_image_registry must be a registry such as']),
+    ('registry.site', ['Site_Pull'], ['cluster_addons_image_pull_secrets must hold Secret names']),
+    ('registry.site', {'name': 'x'}, ['cluster_addons_image_pull_secrets must be a list of Secret names']),
+])
+def test_registry_errors(registry, secrets, errors):
+    found = mirror.registry_errors(registry, secrets)
+    assert len(found) == len(errors), found
+    for message, start in zip(found, errors):
+        assert message.startswith(start), message
+
+
+def test_secret_names_from_e_strings():
+    assert mirror.secret_names('a, b,,c') == ['a', 'b', 'c']
+    assert mirror.secret_names(['a']) == ['a']
