@@ -124,3 +124,68 @@ def mirror_values(chart, registry, pull_secrets=None):
         for path, style in table['pull_secrets'].items():
             _set(values, path, [{'name': n} for n in pull_secrets] if style == 'refs' else list(pull_secrets))
     return values
+
+
+# ---- the list of what to mirror ----------------------------------------------------------------------------------
+# An argument that names an image to pull later (the Prometheus Operator's --prometheus-config-reloader=<image> and
+# --thanos-default-base-image=<image>): --<name>=<value> whose value has a registry host and a tag or digest.
+_IMAGE_ARG = re.compile(r'^--[a-z0-9-]+=(?P<ref>[A-Za-z0-9][-A-Za-z0-9.]*(:[0-9]+)?/[^\s=,]+([:@][^\s=,/]+))$')
+
+
+def rendered_images(objects):
+    """Every image the rendered objects name: each string of an ``image`` key (pods, Prometheus and Alertmanager
+    resources) and each argument that names an image (see _IMAGE_ARG)."""
+    found = set()
+
+    def walk(node, key=None):
+        if isinstance(node, dict):
+            for child_key, value in node.items():
+                walk(value, child_key)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, key)
+        elif isinstance(node, str):
+            if key == 'image' and node:
+                found.add(node)
+            elif key in ('args', 'command'):
+                match = _IMAGE_ARG.match(node)
+                if match and '.' in match.group('ref').split('/', 1)[0]:
+                    found.add(match.group('ref'))
+
+    for obj in objects:
+        walk(obj)
+    return sorted(found)
+
+
+def mirror_list(releases, extra_images=(), registry=''):
+    """What a site mirrors: ``releases``, a list of {chart, version, chart_ref, repository, objects} with each
+    release's objects rendered without a site registry; ``extra_images`` the images pulled outside a chart (the verify
+    smoke-test pod); ``registry`` the site's registry, where each public image goes (mirror_image).
+    Returns {images: [{image, source, path, mirror, used_by}], charts: [{chart, version, from}]}, sorted."""
+    used_by = {}
+    charts = []
+    for release in releases:
+        ref = str(release.get('chart_ref') or '')
+        charts.append({'chart': release['chart'], 'version': str(release['version']),
+                       'from': ref if ref.startswith('oci://') else release.get('repository') or ref})
+        for image in rendered_images(release['objects']):
+            used_by.setdefault(image, set()).add(release['chart'])
+    for image in extra_images:
+        if image:
+            used_by.setdefault(image, set()).add('verify')
+    images = []
+    for image in sorted(used_by):
+        source, path = split_image(image)
+        images.append({'image': image, 'source': source, 'path': path, 'mirror': mirror_image(image, registry),
+                       'used_by': sorted(used_by[image])})
+    return {'images': images, 'charts': sorted(charts, key=lambda c: c['chart'])}
+
+
+def mirror_list_text(data):
+    """The list as text: one image a line (``<image> <where it goes>`` when that differs), then one chart a line
+    (``<chart> <version> <from>``)."""
+    lines = ['# images (%d)' % len(data['images'])]
+    lines += [i['image'] if i['mirror'] == i['image'] else '%s %s' % (i['image'], i['mirror']) for i in data['images']]
+    lines += ['# charts (%d)' % len(data['charts'])]
+    lines += ['%s %s %s' % (c['chart'], c['version'], c['from']) for c in data['charts']]
+    return '\n'.join(lines) + '\n'

@@ -689,3 +689,34 @@ def test_image_table_holds_the_pinned_charts_defaults(chart, path, default):
         for key in keys:
             node = node[key]
         assert node == default, (chart, version, path, node)
+
+
+def test_mirror_list_is_what_the_real_charts_render(rendered, tmp_path):
+    # playbooks/mirror_list.yml with the datacenter variant's values and a site registry: its images are those the
+    # real charts render for the same values (each image field and each argument naming an image, as the air-gapped
+    # scan reads them), plus the verify smoke-test image; its charts are the pinned tarballs.
+    host = "datacenter-dp" + PINS["nvidia-device-plugin"]
+    hvars = dict(VARIANTS["datacenter"], ansible_connection="local", cluster_addons_chart_dir=CHART_DIR,
+                 cluster_addons_image_registry=SITE_REGISTRY, mirror_list_dir=str(tmp_path / "list"),
+                 cluster_addons_helm_binary_path=helm_binary())
+    inventory = {"all": {"hosts": {"localhost": hvars},
+                         "children": {group: {"hosts": members} for group, members in GPU_NODES.items()}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    res = subprocess.run(["ansible-playbook", "-i", str(tmp_path / "inventory.yml"),
+                          os.path.join(ROOT, "playbooks", "mirror_list.yml")],
+                         capture_output=True, text=True, timeout=900, check=False,
+                         # helm template needs a storage driver it knows, even though it stores nothing.
+                         env=ansible_env({k: v for k, v in NO_CLUSTER_ENV.items() if k != "HELM_DRIVER"}))
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
+    with open(tmp_path / "list" / "mirror-list.json", encoding="utf-8") as fh:
+        listed = json.load(fh)
+    expected = set(MIRROR.rendered_images([o for role in ROLES for o in chart_objects(rendered, host, role, KUBE_VERSIONS[-1])]))
+    expected.add(_default("verify", "verify_smoke_test_image"))
+    assert {i["image"] for i in listed["images"]} == expected
+    assert len(expected) >= 12, expected  # kube-prometheus-stack alone names a dozen
+    for item in listed["images"]:
+        assert item["mirror"] == MIRROR.mirror_image(item["image"], SITE_REGISTRY)
+        assert item["mirror"].startswith(SITE_REGISTRY + "/"), item
+    assert sorted((c["chart"], c["version"]) for c in listed["charts"]) == sorted(PINS.items())
+    text = (tmp_path / "list" / "mirror-list.txt").read_text()
+    assert text.count("\n") == len(expected) + len(PINS) + 2

@@ -19,6 +19,7 @@ import yaml
 
 from conftest import ROOT, chart_pin, cluster_play, run_playbook
 from k8s_api_stub import ApiStub
+from oci_registry_stub import OciRegistry
 
 PASSWORD = "Cluster-Mode-Passw0rd-91c2"
 NO_CLUSTER_ENV = {"K8S_AUTH_KUBECONFIG": "/nonexistent/kubeconfig", "KUBECONFIG": "/nonexistent/kubeconfig"}
@@ -87,3 +88,41 @@ def test_whole_layer_in_check_mode_writes_nothing(tmp_path):
     # -vvv, --diff: the Grafana password is nowhere, plain or base64.
     assert PASSWORD not in out
     assert base64.b64encode(PASSWORD.encode()).decode() not in out
+
+
+DEVICE_PLUGIN_PLAY = cluster_play("""---
+- name: The device plugin
+  hosts: localhost
+  gather_facts: false
+  roles:
+    - role: baremetal.gpu.device_plugin
+""")
+
+
+def test_chart_from_an_oci_registry_in_check_mode(tmp_path):
+    # The pinned chart from a site registry that serves charts over the OCI distribution API (the stand-in of
+    # oci_registry_stub.py; helm pulls from it for real): <role>_chart_repo_url oci://<registry>/<path>, plain HTTP.
+    charts = tmp_path / "charts"
+    charts.mkdir()
+    version = chart_pin("device_plugin")
+    chart(str(charts), "nvidia-device-plugin", version)
+    objects = {"/apis/node.k8s.io/v1/runtimeclasses/nvidia": RKE2_RC}
+    for name, crd in CRDS.items():
+        objects["/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name] = crd
+    (tmp_path / "play.yml").write_text(DEVICE_PLUGIN_PLAY)
+    with OciRegistry() as registry, ApiStub(objects) as stub:
+        url = registry.add_chart("site/charts", str(charts / ("nvidia-device-plugin-%s.tgz" % version)))
+        res = run_playbook(str(tmp_path / "play.yml"), "--check",
+                           "-e", "cluster_kubeconfig=%s" % stub.kubeconfig(tmp_path / "kubeconfig"),
+                           "-e", "cluster_addons_helm_binary_path=%s" % os.path.join(ROOT, ".bin", "helm"),
+                           "-e", "device_plugin_chart_repo_url=%s/" % url, "-e", "cluster_addons_chart_plain_http=true",
+                           extra_env=NO_CLUSTER_ENV, timeout=600)
+        pulled = list(registry.requests)
+    out = res.stdout + res.stderr
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
+    assert stub.writes() == []
+    helm = re.findall(r"TASK \[[^\]]*Install \| Install or upgrade the pinned chart\] \*+\n(?:[^\n]*\n)*?(changed|ok|skipping|fatal)", out)
+    assert helm == ["changed"], helm
+    # Helm resolved the pinned version in the registry, under the path given plus the chart's name.
+    assert ("HEAD", "/v2/site/charts/nvidia-device-plugin/manifests/%s" % version) in pulled \
+        or ("GET", "/v2/site/charts/nvidia-device-plugin/manifests/%s" % version) in pulled, pulled

@@ -268,7 +268,7 @@ def test_release_yaml_says_what_helm_template_needs(scenario):
     for role, (release, chart, namespace, version) in pins.items():
         rel = load_release(sc["dirs"][role])
         assert (rel["release"], rel["chart"], rel["namespace"], rel["version"]) == (release, chart, namespace, version)
-        assert rel["chart_file"] is None and rel["repository"].startswith("https://")
+        assert rel["chart_file"] is None and rel["repository"].startswith("https://") and rel["chart_ref"] == chart
         assert rel["api_versions"] == ["monitoring.coreos.com/v1"]  # cluster_addons_render_api_versions
         with open(os.path.join(sc["dirs"][role], "values.yaml"), encoding="utf-8") as fh:
             assert "--version %s" % version in fh.read()

@@ -70,3 +70,48 @@ def test_registry_errors(registry, secrets, errors):
 def test_secret_names_from_e_strings():
     assert mirror.secret_names('a, b,,c') == ['a', 'b', 'c']
     assert mirror.secret_names(['a']) == ['a']
+
+
+# The operator's Deployment as kube-prometheus-stack 88.5.3 renders it (abridged to the fields read here).
+OPERATOR = {'kind': 'Deployment', 'metadata': {'name': 'op'}, 'spec': {'template': {'spec': {'containers': [{
+    'name': 'kube-prometheus-stack', 'image': 'quay.io/prometheus-operator/prometheus-operator:v0.93.1',
+    'args': ['--kubelet-service=kube-system/kube-prometheus-stack-kubelet', '--localhost=127.0.0.1',
+             '--prometheus-config-reloader=quay.io/prometheus-operator/prometheus-config-reloader:v0.93.1',
+             '--config-reloader-cpu-request=0',
+             '--thanos-default-base-image=quay.io/thanos/thanos:v0.42.4',
+             '--web.listen-address=:10250']}]}}}}
+PROMETHEUS = {'kind': 'Prometheus', 'metadata': {'name': 'p'}, 'spec': {'image': 'quay.io/prometheus/prometheus:v3.14.0'}}
+
+
+def test_rendered_images_reads_image_fields_and_image_arguments():
+    assert mirror.rendered_images([OPERATOR, PROMETHEUS]) == [
+        'quay.io/prometheus-operator/prometheus-config-reloader:v0.93.1',
+        'quay.io/prometheus-operator/prometheus-operator:v0.93.1',
+        'quay.io/prometheus/prometheus:v3.14.0',
+        'quay.io/thanos/thanos:v0.42.4']
+
+
+def test_mirror_list_and_its_text():
+    data = mirror.mirror_list(
+        [{'chart': 'kube-prometheus-stack', 'version': '88.5.3', 'chart_ref': '/charts/kube-prometheus-stack-88.5.3.tgz',
+          'repository': 'https://prometheus-community.github.io/helm-charts', 'objects': [PROMETHEUS]},
+         {'chart': 'nvidia-device-plugin', 'version': '0.20.0', 'chart_ref': 'oci://harbor.site/charts/nvidia-device-plugin',
+          'repository': 'oci://harbor.site/charts', 'objects': [{'kind': 'Pod', 'spec': {'image': 'quay.io/prometheus/prometheus:v3.14.0'}}]}],
+        ['nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0', ''], 'registry.site')
+    assert data['charts'] == [
+        {'chart': 'kube-prometheus-stack', 'version': '88.5.3', 'from': 'https://prometheus-community.github.io/helm-charts'},
+        {'chart': 'nvidia-device-plugin', 'version': '0.20.0', 'from': 'oci://harbor.site/charts/nvidia-device-plugin'}]
+    assert data['images'] == [
+        {'image': 'nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0', 'source': 'nvcr.io',
+         'path': 'nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0',
+         'mirror': 'registry.site/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0', 'used_by': ['verify']},
+        {'image': 'quay.io/prometheus/prometheus:v3.14.0', 'source': 'quay.io', 'path': 'prometheus/prometheus:v3.14.0',
+         'mirror': 'registry.site/prometheus/prometheus:v3.14.0',
+         'used_by': ['kube-prometheus-stack', 'nvidia-device-plugin']}]
+    assert mirror.mirror_list_text(data).splitlines() == [
+        '# images (2)',
+        'nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0 registry.site/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0',
+        'quay.io/prometheus/prometheus:v3.14.0 registry.site/prometheus/prometheus:v3.14.0',
+        '# charts (2)',
+        'kube-prometheus-stack 88.5.3 https://prometheus-community.github.io/helm-charts',
+        'nvidia-device-plugin 0.20.0 oci://harbor.site/charts/nvidia-device-plugin']
