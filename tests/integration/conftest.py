@@ -87,6 +87,12 @@ def cluster_play(text):
     return re.sub(r'(?m)^(  hosts: .*\n)', lambda m: m.group(1) + CLUSTER_PLAY_KEYWORDS, text)
 
 
+def roles_play(name, *roles):
+    """A cluster play (cluster_play) on localhost named ``name`` that applies the collection's ``roles`` in order."""
+    return cluster_play("---\n- name: %s\n  hosts: localhost\n  gather_facts: false\n  roles:\n%s" % (
+        name, "".join("    - role: baremetal.gpu.%s\n" % role for role in roles)))
+
+
 def run_playbook(playbook, *args, extra_env=None, timeout=600):
     """Run ansible-playbook against localhost (connection local); return CompletedProcess."""
     cmd = ["ansible-playbook", "-i", "localhost,", "-c", "local", playbook] + list(args)

@@ -17,7 +17,7 @@ import tarfile
 
 import yaml
 
-from conftest import ROOT, chart_pin, cluster_play, run_playbook
+from conftest import ROOT, chart_pin, roles_play, run_playbook
 from k8s_api_stub import ApiStub
 from oci_registry_stub import OciRegistry
 
@@ -28,16 +28,7 @@ with open(os.path.join(ROOT, "tests", "fixtures", "k8s-api", "rke2-runtimeclass-
 CRDS = {name: {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name},
                "spec": {"group": name.split(".", 1)[1], "versions": [{"name": version, "served": True}]}}
         for name, version in (("servicemonitors.monitoring.coreos.com", "v1"), ("nodefeatures.nfd.k8s-sigs.io", "v1alpha1"))}
-PLAY = cluster_play("""---
-- name: The cluster layer
-  hosts: localhost
-  gather_facts: false
-  roles:
-    - role: baremetal.gpu.runtime_class
-    - role: baremetal.gpu.kube_prometheus
-    - role: baremetal.gpu.device_plugin
-    - role: baremetal.gpu.dcgm_exporter
-""")
+PLAY = roles_play("The cluster layer", "runtime_class", "kube_prometheus", "device_plugin", "dcgm_exporter")
 
 
 def chart(directory, name, version):
@@ -90,13 +81,7 @@ def test_whole_layer_in_check_mode_writes_nothing(tmp_path):
     assert base64.b64encode(PASSWORD.encode()).decode() not in out
 
 
-DEVICE_PLUGIN_PLAY = cluster_play("""---
-- name: The device plugin
-  hosts: localhost
-  gather_facts: false
-  roles:
-    - role: baremetal.gpu.device_plugin
-""")
+DEVICE_PLUGIN_PLAY = roles_play("The device plugin", "device_plugin")
 
 
 def test_chart_from_an_oci_registry_in_check_mode(tmp_path):

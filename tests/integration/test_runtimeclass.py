@@ -22,7 +22,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from conftest import ROOT, cluster_play, run_playbook
+from conftest import ROOT, roles_play, run_playbook
 from k8s_api_stub import ApiStub
 
 K8S_VERSIONS = ["1.29.0", "1.30.0", "1.31.0", "1.32.0", "1.33.0"]
@@ -36,13 +36,7 @@ NO_CLUSTER_ENV = {
     "K8S_AUTH_KUBECONFIG": "/nonexistent/kubeconfig",
     "KUBECONFIG": "/nonexistent/kubeconfig",
 }
-PLAY = cluster_play("""---
-- name: RuntimeClass, as the cluster layer applies it
-  hosts: localhost
-  gather_facts: false
-  roles:
-    - role: baremetal.gpu.runtime_class
-""")
+PLAY = roles_play("RuntimeClass, as the cluster layer applies it", "runtime_class")
 
 
 def play(tmp_path):
