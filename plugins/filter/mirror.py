@@ -25,30 +25,33 @@ class _Loader(getattr(yaml, 'CSafeLoader', yaml.SafeLoader)):
 _Loader.add_constructor('tag:yaml.org,2002:value', lambda loader, node: loader.construct_scalar(node))
 
 
-def image_mirror_values(chart, registry, pull_secrets=None):
+def image_mirror_values(chart, registry, pull_secrets=None, mapping=None):
     try:
-        return mirror.mirror_values(chart, registry or '', pull_secrets or [])
+        return mirror.mirror_values(chart, registry or '', pull_secrets or [], mapping or {})
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError('baremetal.gpu.image_mirror_values: %s' % exc)
 
 
-def image_mirror(ref, registry):
+def image_mirror(ref, registry, mapping=None):
     if not isinstance(ref, str):
         raise AnsibleFilterError('baremetal.gpu.image_mirror: an image reference is a string, got %s' % type(ref).__name__)
-    return mirror.mirror_image(ref, registry or '')
+    try:
+        return mirror.mirror_image(ref, registry or '', mapping or {})
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError('baremetal.gpu.image_mirror: %s' % exc)
 
 
 def image_pull_secret_refs(names):
     return [{'name': name} for name in mirror.secret_names(names or [])]
 
 
-def image_mirror_list(releases, manifests, extra_images=None, registry=''):
+def image_mirror_list(releases, manifests, extra_images=None, registry='', mapping=None):
     try:
         if len(releases) != len(manifests):
             raise ValueError('%d releases but %d rendered manifests' % (len(releases), len(manifests)))
         parsed = [dict(release, objects=[doc for doc in yaml.load_all(text or '', Loader=_Loader) if isinstance(doc, dict)])
                   for release, text in zip(releases, manifests)]
-        return mirror.mirror_list(parsed, list(extra_images or []), registry or '')
+        return mirror.mirror_list(parsed, list(extra_images or []), registry or '', mapping or {})
     except (KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
         raise AnsibleFilterError('baremetal.gpu.image_mirror_list: %s' % exc)
 
@@ -60,8 +63,8 @@ def image_mirror_list_text(data):
         raise AnsibleFilterError('baremetal.gpu.image_mirror_list_text: %s' % exc)
 
 
-def image_registry_errors(registry, pull_secrets=None):
-    return mirror.registry_errors(registry, [] if pull_secrets is None else pull_secrets)
+def image_registry_errors(registry, pull_secrets=None, mapping=None):
+    return mirror.registry_errors(registry, [] if pull_secrets is None else pull_secrets, mapping)
 
 
 class FilterModule(object):

@@ -7,7 +7,9 @@ reference moved.
 A site registry (``cluster_addons_image_registry``, e.g. ``registry.site`` or ``registry.site:5000/mirror``) takes
 the place of the public registry of each image and keeps the image's path: ``nvcr.io/nvidia/k8s-device-plugin``
 becomes ``registry.site/nvidia/k8s-device-plugin``, ``quay.io/prometheus/prometheus`` becomes
-``registry.site/prometheus/prometheus``, as kube-prometheus-stack's own ``global.imageRegistry`` does.
+``registry.site/prometheus/prometheus``, as kube-prometheus-stack's own ``global.imageRegistry`` does. A per-source
+mapping (``cluster_addons_image_registry_map``, e.g. ``{nvcr.io: registry.site/nvcr}``) sends the images of one
+source elsewhere; the registry takes the public sources the mapping does not name.
 
 How each pinned chart is told: CHART_IMAGES, per chart, the values that name an image (their default is the chart's
 own, checked against the real charts by tests/integration/test_charts.py) and where its pull secrets go.
@@ -16,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import re
 
 # The public registries the charts and the verify pod pull from, and those a site mirrors most; an image with no
@@ -30,8 +33,10 @@ _REGISTRY = re.compile(r'^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:
 _SECRET_NAME = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
 
 # Per chart: the values that name an image ('repository': a path whose value is registry/path, rewritten whole;
-# 'global_registry': the chart's global.imageRegistry, which its templates and subcharts put in front of every image)
-# and where the pull secrets go ('names': a list of names, 'refs': a list of {name: ...}).
+# 'global_registry': the chart's global.imageRegistry, which its templates and subcharts put in front of every image;
+# 'registry': a path whose value is one image's registry) with the chart's default, and where the pull secrets go
+# ('names': a list of names, 'refs': a list of {name: ...}). tests/integration/test_charts.py reads the defaults in
+# the real charts.
 CHART_IMAGES = {
     'dcgm-exporter': {
         'repository': {'image.repository': 'nvcr.io/nvidia/k8s/dcgm-exporter'},
@@ -46,8 +51,34 @@ CHART_IMAGES = {
     'kube-prometheus-stack': {
         # global.imageRegistry reaches every image of the chart and its subcharts (Grafana and its sidecars, kube-state-
         # metrics, node-exporter), the operator's --prometheus-config-reloader and --thanos-default-base-image
-        # arguments, Prometheus' and Alertmanager's images in their resources, the admission webhook's patch job.
+        # arguments, Prometheus' and Alertmanager's images in their resources, the admission webhook's patch job. It
+        # wins over each image's own registry, so a per-source mapping sets each image's registry instead
+        # ('registry': the value that holds an image's registry, with the chart's default source).
         'global_registry': 'global.imageRegistry',
+        'registry': {
+            'crds.upgradeJob.image.busybox.registry': 'docker.io',
+            'crds.upgradeJob.image.kubectl.registry': 'registry.k8s.io',
+            'alertmanager.alertmanagerSpec.image.registry': 'quay.io',
+            'prometheusOperator.admissionWebhooks.deployment.image.registry': 'quay.io',
+            'prometheusOperator.admissionWebhooks.patch.image.registry': 'ghcr.io',
+            'prometheusOperator.image.registry': 'quay.io',
+            'prometheusOperator.prometheusConfigReloader.image.registry': 'quay.io',
+            'prometheusOperator.thanosImage.registry': 'quay.io',
+            'prometheus.prometheusSpec.image.registry': 'quay.io',
+            'thanosRuler.thanosRulerSpec.image.registry': 'quay.io',
+            'grafana.image.registry': 'docker.io',
+            'grafana.testFramework.image.registry': 'docker.io',
+            'grafana.downloadDashboardsImage.registry': 'docker.io',
+            'grafana.initChownData.image.registry': 'docker.io',
+            'grafana.sidecar.image.registry': 'quay.io',
+            'grafana.imageRenderer.image.registry': 'docker.io',
+            'kube-state-metrics.image.registry': 'registry.k8s.io',
+            'kube-state-metrics.kubeRBACProxy.image.registry': 'quay.io',
+            'prometheus-node-exporter.image.registry': 'quay.io',
+            'prometheus-node-exporter.kubeRBACProxy.image.registry': 'quay.io',
+            'prometheus-node-exporter.permissionInitContainer.image.registry': 'quay.io',
+            'prometheus-windows-exporter.image.registry': 'ghcr.io',
+        },
         'pull_secrets': {'global.imagePullSecrets': 'refs'},
     },
 }
@@ -60,10 +91,42 @@ def secret_names(value):
     return value
 
 
-def registry_errors(registry, pull_secrets, var='cluster_addons_image_registry',
-                    secrets_var='cluster_addons_image_pull_secrets'):
+_DOCKER_HUB_ALIASES = ('registry-1.docker.io', 'index.docker.io')
+_HOST = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?$')
+
+
+def registry_map(value):
+    """The per-source mapping as a dict: a mapping as it is, a string (``-e``) as JSON or ``source=target,...``;
+    Docker Hub's other names count as docker.io."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return {}
+        if text.startswith('{'):
+            value = json.loads(text)
+        else:
+            value = dict(pair.split('=', 1) if '=' in pair else (pair, '') for pair in text.split(','))
+    if not isinstance(value, dict):
+        raise ValueError('not a mapping: %s' % type(value).__name__)
+    return dict((DOCKER_HUB if key in _DOCKER_HUB_ALIASES else key, target) for key, target in value.items())
+
+
+def registry_errors(registry, pull_secrets, mapping=None, var='cluster_addons_image_registry',
+                    secrets_var='cluster_addons_image_pull_secrets', map_var='cluster_addons_image_registry_map'):
     """Why these settings cannot be used (a list of messages naming the variable), empty when they can."""
     errors = []
+    try:
+        mapping = registry_map(mapping or {})
+    except (TypeError, ValueError) as exc:
+        errors.append('%s must map a source registry to a registry of the site ({"nvcr.io": "registry.site/nvcr"}), '
+                      'got %s' % (map_var, exc))
+        mapping = {}
+    for source, target in mapping.items():
+        if not isinstance(source, str) or not _HOST.match(source):
+            errors.append('%s: each key must be a source registry host such as nvcr.io, got "%s"' % (map_var, source))
+        if not isinstance(target, str) or not _REGISTRY.match(target):
+            errors.append('%s: "%s" must map to a registry host with an optional port and path (registry.site/nvcr), '
+                          'without a scheme, a tag or a trailing slash, got "%s"' % (map_var, source, target))
     pull_secrets = secret_names(pull_secrets)
     if not isinstance(registry, str):
         errors.append('%s must be a registry such as registry.site or registry.site:5000/mirror, got a value of type %s'
@@ -93,11 +156,23 @@ def is_public(ref):
     return split_image(ref)[0] in PUBLIC_REGISTRIES
 
 
-def mirror_image(ref, registry):
-    """The image from ``registry`` when it comes from a public registry; as it is otherwise or without a registry."""
-    if not registry or not is_public(ref):
-        return ref
-    return '%s/%s' % (registry, split_image(ref)[1])
+def target_registry(source, registry, mapping=None):
+    """Where the images of ``source`` go: the mapping's entry for it, else ``registry`` for a public source; None
+    when they stay."""
+    mapping = registry_map(mapping or {})
+    source = DOCKER_HUB if source in _DOCKER_HUB_ALIASES else source
+    if mapping.get(source):
+        return mapping[source]
+    if registry and source in PUBLIC_REGISTRIES:
+        return registry
+    return None
+
+
+def mirror_image(ref, registry, mapping=None):
+    """The image from where target_registry sends its source, with the same path; as it is when it stays."""
+    source, path = split_image(ref)
+    target = target_registry(source, registry, mapping)
+    return '%s/%s' % (target, path) if target else ref
 
 
 def _set(values, dotted, value):
@@ -108,18 +183,26 @@ def _set(values, dotted, value):
     node[keys[-1]] = value
 
 
-def mirror_values(chart, registry, pull_secrets=None):
-    """The values that move every image of ``chart`` to ``registry`` and give its pods ``pull_secrets``."""
+def mirror_values(chart, registry, pull_secrets=None, mapping=None):
+    """The values that move every image of ``chart`` to ``registry`` (or where ``mapping`` sends its source) and
+    give its pods ``pull_secrets``."""
     if chart not in CHART_IMAGES:
         raise ValueError('no image table for chart %s (known: %s)' % (chart, ', '.join(sorted(CHART_IMAGES))))
     table = CHART_IMAGES[chart]
     pull_secrets = secret_names(pull_secrets or [])
+    mapping = registry_map(mapping or {})
     values = {}
-    if registry:
-        for path, default in table.get('repository', {}).items():
-            _set(values, path, mirror_image(default, registry))
-        if table.get('global_registry'):
-            _set(values, table['global_registry'], registry)
+    for path, default in table.get('repository', {}).items():
+        moved = mirror_image(default, registry, mapping)
+        if moved != default:
+            _set(values, path, moved)
+    if mapping:
+        for path, source in table.get('registry', {}).items():
+            target = target_registry(source, registry, mapping)
+            if target:
+                _set(values, path, target)
+    elif registry and table.get('global_registry'):
+        _set(values, table['global_registry'], registry)
     if pull_secrets:
         for path, style in table['pull_secrets'].items():
             _set(values, path, [{'name': n} for n in pull_secrets] if style == 'refs' else list(pull_secrets))
@@ -157,10 +240,10 @@ def rendered_images(objects):
     return sorted(found)
 
 
-def mirror_list(releases, extra_images=(), registry=''):
+def mirror_list(releases, extra_images=(), registry='', mapping=None):
     """What a site mirrors: ``releases``, a list of {chart, version, chart_ref, repository, objects} with each
     release's objects rendered without a site registry; ``extra_images`` the images pulled outside a chart (the verify
-    smoke-test pod); ``registry`` the site's registry, where each public image goes (mirror_image).
+    smoke-test pod); ``registry`` and ``mapping`` where each image goes (mirror_image).
     Returns {images: [{image, source, path, mirror, used_by}], charts: [{chart, version, from}]}, sorted."""
     used_by = {}
     charts = []
@@ -176,7 +259,7 @@ def mirror_list(releases, extra_images=(), registry=''):
     images = []
     for image in sorted(used_by):
         source, path = split_image(image)
-        images.append({'image': image, 'source': source, 'path': path, 'mirror': mirror_image(image, registry),
+        images.append({'image': image, 'source': source, 'path': path, 'mirror': mirror_image(image, registry, mapping),
                        'used_by': sorted(used_by[image])})
     return {'images': images, 'charts': sorted(charts, key=lambda c: c['chart'])}
 

@@ -47,6 +47,8 @@ NO_CLUSTER_ENV = {
 METRICS_FIXTURES = os.path.join(ROOT, "tests", "fixtures", "dcgm-metrics")
 SITE_REGISTRY = "registry.site:5000/mirror"
 SITE_PULL_SECRET = "site-pull"
+# Per source: NVIDIA's and quay.io's images to paths of their own, the other public ones to SITE_REGISTRY.
+SITE_MAP = {"nvcr.io": "registry.site:5000/nvcr", "quay.io": "quay-mirror.site/quay"}
 
 
 def _module_utils(name):
@@ -120,6 +122,10 @@ VARIANTS = {
     # Air-gapped: every image from the site's registry, its pull secret on every pod (cluster_addons_image_*).
     "airgap": dict(COMMON, cluster_addons_gpu_nodes_group="gpu_nodes_datacenter",
                    cluster_addons_image_registry=SITE_REGISTRY, cluster_addons_image_pull_secrets=[SITE_PULL_SECRET]),
+    # The same with a per-source mapping (cluster_addons_image_registry_map), given as -e gives it (JSON text).
+    "airgap-map": dict(COMMON, cluster_addons_gpu_nodes_group="gpu_nodes_datacenter",
+                       cluster_addons_image_registry=SITE_REGISTRY, cluster_addons_image_registry_map=json.dumps(SITE_MAP),
+                       cluster_addons_image_pull_secrets=SITE_PULL_SECRET),
     # MIG single, CDI through annotations, a Grafana admin Secret the site manages.
     "mig": {"dcgm_exporter_gpu_class": "datacenter", "device_plugin_mig_strategy": "single",
             "device_plugin_device_list_strategy": "cdi-annotations",
@@ -131,10 +137,12 @@ EXPECT = {
     "time-slicing": {"class": "datacenter", "nfd": True, "strategy": "cdi-cri", "mig": "none", "replicas": 8},
     "mig": {"class": "datacenter", "nfd": True, "strategy": "cdi-annotations", "mig": "single", "replicas": None},
     "airgap": {"class": "datacenter", "nfd": True, "strategy": "cdi-cri", "mig": "none", "replicas": None},
+    "airgap-map": {"class": "datacenter", "nfd": True, "strategy": "cdi-cri", "mig": "none", "replicas": None},
     "pools": {"class": "datacenter", "nfd": True, "strategy": "cdi-cri", "mig": "none", "replicas": None,
               "pools": {"default": "whole", "configs": {"whole": None, "ts4": ("timeSlicing", 4), "mps2": ("mps", 2)}}},
 }
-HOSTS = ["%s-dp%s" % (v, p) for p in DEVICE_PLUGIN_PINS for v in VARIANTS]
+# The mapping variant with the pinned device plugin only (the registry alone is templated with both pins).
+HOSTS = ["%s-dp%s" % (v, p) for p in DEVICE_PLUGIN_PINS for v in VARIANTS if v != "airgap-map" or p == DEVICE_PLUGIN_PINS[0]]
 FULL_HOSTS = [h for h in HOSTS if h.endswith("-dp" + PINS["nvidia-device-plugin"])]
 
 PLAY = """---
@@ -649,13 +657,24 @@ def pod_specs(objs):
             yield obj, spec
 
 
-@pytest.mark.parametrize("host", [h for h in HOSTS if variant_of(h) == "airgap"])
+@pytest.mark.parametrize("host", [h for h in HOSTS if variant_of(h).startswith("airgap")])
 def test_air_gapped_site_renders_no_public_registry(rendered, host):
     roles = [r for r in ROLES if r == "device_plugin" or host in FULL_HOSTS]
     objs = [o for role in roles for o in objects(rendered, host, role)]
     assert public_references(objs) == []
     named = [value for obj in objs for _where, value in images(obj)]
-    assert named and all(value.startswith(SITE_REGISTRY + "/") for value in named), named
+    mapping = SITE_MAP if variant_of(host) == "airgap-map" else {}
+    # Each image is where its source goes: the same objects rendered without a site registry (the datacenter
+    # variant, same values otherwise), each image moved by the rule, are these.
+    public = [value for obj in [o for role in roles for o in objects(rendered, "datacenter-dp" + pin_of(host), role)]
+              for _where, value in images(obj)]
+    assert sorted(named) == sorted(MIRROR.mirror_image(value, SITE_REGISTRY, mapping) for value in public)
+    prefixes = tuple(t + "/" for t in [SITE_REGISTRY] + list(mapping.values()))
+    assert named and all(value.startswith(prefixes) for value in named), named
+    if mapping:
+        assert any(v.startswith("registry.site:5000/nvcr/nvidia/") for v in named), named
+        assert any(v.startswith("quay-mirror.site/quay/prometheus/") for v in named), named
+        assert any(v.startswith(SITE_REGISTRY + "/kube-state-metrics/") for v in named), named
     for obj, spec in pod_specs(objs):
         if obj["metadata"]["name"].endswith(NO_PULL_SECRETS.get(pin_of(host), ())):
             assert not spec.get("imagePullSecrets"), "the chart now takes pull secrets here: drop it from NO_PULL_SECRETS"
@@ -675,20 +694,26 @@ def test_the_public_registry_scan_can_fail(rendered):
 
 @pytest.mark.parametrize("chart,path,default", [
     (chart, path, default) for chart, table in sorted(MIRROR.CHART_IMAGES.items())
-    for path, default in sorted(table.get("repository", {}).items())])
+    for kind in ("repository", "registry") for path, default in sorted(table.get(kind, {}).items())])
 def test_image_table_holds_the_pinned_charts_defaults(chart, path, default):
-    # CHART_IMAGES restates where each pinned chart names its images: the real chart's values.yaml must agree.
+    # CHART_IMAGES restates where each pinned chart names its images and their default registry: the real chart's
+    # values.yaml (the parent's own value first, else its subchart's, as Helm merges them) must agree.
     versions = DEVICE_PLUGIN_PINS if chart == "nvidia-device-plugin" else [PINS[chart]]
+    aliases = {"nfd": "node-feature-discovery"}
     for version in versions:
         with tarfile.open(os.path.join(CHART_DIR, "%s-%s.tgz" % (chart, version))) as tar:
-            node = yaml.safe_load(tar.extractfile("%s/values.yaml" % chart))
+            def value(member, keys):
+                node = yaml.safe_load(tar.extractfile(member))
+                for key in keys:
+                    if not isinstance(node, dict) or key not in node:
+                        return None
+                    node = node[key]
+                return node
             keys = path.split(".")
-            if keys[0] == "nfd":
-                node = yaml.safe_load(tar.extractfile("%s/charts/node-feature-discovery/values.yaml" % chart))
-                keys = keys[1:]
-        for key in keys:
-            node = node[key]
-        assert node == default, (chart, version, path, node)
+            found = value("%s/values.yaml" % chart, keys)
+            if found is None:
+                found = value("%s/charts/%s/values.yaml" % (chart, aliases.get(keys[0], keys[0])), keys[1:])
+        assert found == default, (chart, version, path, found)
 
 
 def test_mirror_list_is_what_the_real_charts_render(rendered, tmp_path):

@@ -274,7 +274,9 @@ POD_PLAY = """---
     # An image the site names on its own registry is pulled as given.
     ({"cluster_addons_image_registry": "registry.site", "verify_smoke_test_image": "harbor.site/gpu/vectoradd:1"},
      "harbor.site/gpu/vectoradd:1", []),
-], ids=["public", "site registry", "own image wins"])
+    ({"cluster_addons_image_registry_map": '{"nvcr.io":"registry.site/nvcr"}'},
+     "registry.site/nvcr/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0", []),
+], ids=["public", "site registry", "own image wins", "per-source mapping"])
 def test_smoke_test_pod_pulls_from_the_site_registry(tmp_path, extra, image, secrets):
     (tmp_path / "play.yml").write_text(POD_PLAY % {"role": os.path.join(ROOT, "roles", "verify")})
     args = ["ansible-playbook", "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml"),

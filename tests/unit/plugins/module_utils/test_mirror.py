@@ -115,3 +115,51 @@ def test_mirror_list_and_its_text():
         '# charts (2)',
         'kube-prometheus-stack 88.5.3 https://prometheus-community.github.io/helm-charts',
         'nvidia-device-plugin 0.20.0 oci://harbor.site/charts/nvidia-device-plugin']
+
+
+SITE_MAP = {'nvcr.io': 'registry.site/nvcr', 'registry-1.docker.io': 'hub-mirror.site'}
+
+
+@pytest.mark.parametrize('ref,registry,moved', [
+    ('nvcr.io/nvidia/k8s-device-plugin:v0.20.0', '', 'registry.site/nvcr/nvidia/k8s-device-plugin:v0.20.0'),
+    ('busybox', '', 'hub-mirror.site/library/busybox'),
+    # A public source the mapping does not name: the registry, else where it is.
+    ('quay.io/prometheus/prometheus:v3', 'registry.site', 'registry.site/prometheus/prometheus:v3'),
+    ('quay.io/prometheus/prometheus:v3', '', 'quay.io/prometheus/prometheus:v3'),
+])
+def test_mirror_image_per_source(ref, registry, moved):
+    assert mirror.mirror_image(ref, registry, SITE_MAP) == moved
+
+
+def test_mapping_sets_each_kube_prometheus_image_registry_not_the_global_one():
+    values = mirror.mirror_values('kube-prometheus-stack', 'registry.site', [], {'quay.io': 'quay-mirror.site'})
+    assert 'global' not in values
+    assert values['prometheusOperator']['image'] == {'registry': 'quay-mirror.site'}
+    assert values['grafana']['image'] == {'registry': 'registry.site'}
+    assert values['kube-state-metrics']['image'] == {'registry': 'registry.site'}
+    # Without the registry, only the mapped source moves.
+    values = mirror.mirror_values('kube-prometheus-stack', '', [], {'quay.io': 'quay-mirror.site'})
+    assert 'grafana' not in values or 'image' not in values['grafana']
+    assert values['prometheus']['prometheusSpec']['image'] == {'registry': 'quay-mirror.site'}
+
+
+@pytest.mark.parametrize('value,parsed', [
+    ('{"nvcr.io": "registry.site/nvcr"}', {'nvcr.io': 'registry.site/nvcr'}),
+    ('nvcr.io=registry.site/nvcr,quay.io=q.site', {'nvcr.io': 'registry.site/nvcr', 'quay.io': 'q.site'}),
+    ('', {}),
+    ({'index.docker.io': 'hub.site'}, {'docker.io': 'hub.site'}),
+])
+def test_registry_map_from_e_strings(value, parsed):
+    assert mirror.registry_map(value) == parsed
+
+
+@pytest.mark.parametrize('mapping,start', [
+    ({'': 'registry.site/x'}, 'cluster_addons_image_registry_map: each key must be a source registry host'),
+    ({'nvcr.io': 'https://registry.site'}, 'cluster_addons_image_registry_map: "nvcr.io" must map to a registry host'),
+    ({'nvcr.io': ''}, 'cluster_addons_image_registry_map: "nvcr.io" must map to a registry host'),
+    (['nvcr.io'], 'cluster_addons_image_registry_map must map a source registry'),
+    ('{"nvcr.io": ', 'cluster_addons_image_registry_map must map a source registry'),
+])
+def test_registry_map_errors(mapping, start):
+    found = mirror.registry_errors('', [], mapping)
+    assert len(found) == 1 and found[0].startswith(start), found
