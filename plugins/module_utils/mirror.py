@@ -22,14 +22,17 @@ import json
 import re
 
 # The public registries the charts and the verify pod pull from, and those a site mirrors most; an image with no
-# registry host is Docker Hub's (``busybox`` is ``docker.io/library/busybox``).
-PUBLIC_REGISTRIES = ('nvcr.io', 'docker.io', 'registry-1.docker.io', 'index.docker.io', 'quay.io', 'registry.k8s.io',
-                     'k8s.gcr.io', 'gcr.io', 'ghcr.io', 'public.ecr.aws', 'mcr.microsoft.com')
+# registry host is Docker Hub's (``busybox`` is ``docker.io/library/busybox``), which has other names too.
 DOCKER_HUB = 'docker.io'
+_DOCKER_HUB_ALIASES = ('registry-1.docker.io', 'index.docker.io')
+PUBLIC_REGISTRIES = ('nvcr.io', DOCKER_HUB) + _DOCKER_HUB_ALIASES + (
+    'quay.io', 'registry.k8s.io', 'k8s.gcr.io', 'gcr.io', 'ghcr.io', 'public.ecr.aws', 'mcr.microsoft.com')
 
-# A registry as a container runtime takes it: a host (DNS name or IPv4), an optional port, an optional path; no
-# scheme, no tag, no trailing slash.
-_REGISTRY = re.compile(r'^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*$')
+# A registry as a container runtime takes it: a host (DNS name or IPv4) with an optional port (a mapping's source),
+# then an optional path (a site registry); no scheme, no tag, no trailing slash.
+_HOST_PATTERN = r'[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?'
+_HOST = re.compile(r'^%s$' % _HOST_PATTERN)
+_REGISTRY = re.compile(r'^(?=.{1,253}$)%s(/[a-z0-9]+([._-][a-z0-9]+)*)*$' % _HOST_PATTERN)
 _SECRET_NAME = re.compile(r'^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$')
 
 # Per chart: the values that name an image ('repository': a path whose value is registry/path, rewritten whole;
@@ -89,10 +92,6 @@ def secret_names(value):
     if isinstance(value, str):
         return [name.strip() for name in value.split(',') if name.strip()]
     return value
-
-
-_DOCKER_HUB_ALIASES = ('registry-1.docker.io', 'index.docker.io')
-_HOST = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?$')
 
 
 def registry_map(value):
