@@ -3,12 +3,17 @@
 A local HTTP server inside the Ubuntu 24.04 node (127.0.0.1, the node's own network namespace) serves
 a wrong key, and a right one: a key generated here with gpg, whose fingerprint is given to the role
 as container_toolkit_gpg_fingerprint (NVIDIA's real key cannot be downloaded here), plus a flat apt
-repository signed with it, which apt must accept through the role's signed-by keyring.
+repository signed with it, which apt must accept through the role's signed-by keyring. Then an air-gapped site's
+mirror of that repository under another URL (container_toolkit_repo_mirror_url), its key from a file on the
+controller: stand-in packages of the toolkit's real names at the pinned version, installed from the mirror.
 """
+import os
+
 import pytest
 import testinfra
+import yaml
 
-from helpers import node, play, recap_changed
+from helpers import PROJECT, node, play, recap_changed
 
 NOBLE = node("ubuntu2404")
 PORT = 8765
@@ -82,3 +87,98 @@ def test_right_key_written_and_apt_accepts_it_as_signed_by(noble):
     # A second run changes nothing.
     rc, out = run(fingerprint, "http://127.0.0.1:%d/keys/right.asc" % PORT)
     assert rc == 0 and recap_changed(out, NOBLE) == 0, out[-3000:]
+
+
+# An air-gapped site's mirror of NVIDIA's repository (docs/air-gapped.md): the same flat layout under the site's own
+# URL, with stand-in packages of the toolkit's real names at the pinned version (NVIDIA's packages cannot be fetched
+# here; these hold no files, only the names, versions and dependencies the real ones carry), signed with the test key.
+MIRROR = "/srv/www/site-mirror/nvidia/libnvidia-container"
+MIRROR_URL = "http://127.0.0.1:%d/site-mirror/nvidia/libnvidia-container" % PORT
+STAND_INS = r"""
+set -eu
+export GNUPGHOME=/root/test-gnupg
+repo=MIRROR/stable/deb/amd64
+rm -rf MIRROR /var/tmp/stand-in-debs && mkdir -p "$repo" /var/tmp/stand-in-debs
+while read -r name depends; do
+  d=/var/tmp/stand-in-debs/$name; mkdir -p "$d/DEBIAN"
+  { echo "Package: $name"; echo "Version: VERSION-1"; echo "Architecture: amd64";
+    echo "Maintainer: baremetal.gpu tests <tests@example.invalid>";
+    [ "$depends" = - ] || echo "Depends: $depends";
+    echo "Description: TEST ONLY stand-in of NVIDIA's $name (molecule/container_toolkit, test_key.py)"; } > "$d/DEBIAN/control"
+  dpkg-deb --build "$d" "$repo/${name}_VERSION-1_amd64.deb" >/dev/null
+done <<'LIST'
+libnvidia-container1 -
+libnvidia-container-tools libnvidia-container1 (>= VERSION-1)
+nvidia-container-toolkit-base -
+nvidia-container-toolkit nvidia-container-toolkit-base (= VERSION-1), libnvidia-container-tools (>= VERSION-1)
+LIST
+cd "$repo"
+python3 - <<'PY'
+import glob, hashlib, os, subprocess
+out = []
+for deb in sorted(glob.glob('*.deb')):
+    control = subprocess.run(['dpkg-deb', '-f', deb], capture_output=True, text=True, check=True).stdout.strip()
+    data = open(deb, 'rb').read()
+    out.append('%s\nFilename: ./%s\nSize: %d\nSHA256: %s\n' % (control, deb, len(data), hashlib.sha256(data).hexdigest()))
+open('Packages', 'w').write('\n'.join(out))
+PY
+{ echo "Origin: baremetal.gpu test site mirror"; echo "Label: test";
+  echo "Date: $(LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S UTC')";
+  echo "SHA256:"; echo " $(sha256sum Packages | cut -d' ' -f1) $(stat -c %s Packages) Packages"; } > Release
+gpg --batch --yes --local-user right@example.invalid --clearsign -o InRelease Release
+"""
+with open(os.path.join(PROJECT, "roles", "container_toolkit", "defaults", "main.yml"), encoding="utf-8") as _fh:
+    ROLE_DEFAULTS = yaml.safe_load(_fh)
+PUBLIC = ("nvidia.github.io", "developer.download.nvidia.com", "nvcr.io")
+
+
+def test_a_mirror_and_a_key_file_put_every_source_key_and_download_on_the_mirror(noble, tmp_path):
+    """The host layer's NVIDIA repository from a site mirror, its key from a file on the controller: the role writes
+    one source and one keyring, both the mirror's; apt downloads the index and the pinned packages from the mirror
+    (the mirror's own access log); no public URL is in the run's output or in any apt source on the node; a rerun
+    changes nothing. The limit: the packages are stand-ins (NVIDIA's repository cannot be served here)."""
+    host, fingerprint = noble
+    version = ROLE_DEFAULTS["container_toolkit_version"]
+    host.run_expect([0], STAND_INS.replace("MIRROR", MIRROR).replace("VERSION", version))
+    key_file = tmp_path / "nvidia-container-toolkit.asc"
+    key_file.write_text(host.check_output("cat /srv/www/keys/right.asc") + "\n")
+    record = "/var/lib/baremetal-gpu/container_toolkit/installed.json"
+    host.run_expect([0], "rm -f %s %s; cp -a %s /var/tmp/record.before 2>/dev/null || rm -f /var/tmp/record.before; "
+                         "find /etc/apt -type f | sort > /var/tmp/apt-files.before" % (LIST, KEYRING, record))
+    since = host.check_output("date '+%Y-%m-%d %H:%M:%S'")
+    extra = {"container_toolkit_gpg_fingerprint": fingerprint, "container_toolkit_gpg_key": str(key_file),
+             "container_toolkit_repo_mirror_url": MIRROR_URL, "container_toolkit_version": version}
+    tags = ("--tags", "container_toolkit_preflight,container_toolkit_repo,container_toolkit_install")
+    try:
+        rc, out = play(NOBLE, extra, *tags, "-v", skip_repo=False)
+        assert rc == 0, out[-4000:]
+        assert "127.0.0.1:%d/site-mirror/" % PORT in out, out[-4000:]       # apt's downloads, in the run's log
+        assert not [url for url in PUBLIC if url in out], [line for line in out.splitlines() if any(
+            url in line for url in PUBLIC)][:5]
+        # The files the run added under /etc/apt: the source and the keyring, nothing else.
+        added = host.check_output("find /etc/apt -type f | sort | comm -13 /var/tmp/apt-files.before -").split()
+        assert sorted(added) == sorted([LIST, KEYRING]), added
+        assert host.file(LIST).content_string.splitlines()[-1] == (
+            "deb [signed-by=%s] %s/stable/deb/$(ARCH) /" % (KEYRING, MIRROR_URL))
+        assert host.check_output("gpg --show-keys --with-colons %s | awk -F: '/^fpr/ {print $10; exit}'"
+                                 % KEYRING) == fingerprint
+        # Every apt source on the node names the node's own archive mirror or the site mirror, none NVIDIA's.
+        sources = host.check_output("cat /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null || true")
+        assert not [url for url in PUBLIC if url in sources], sources
+        # The pinned packages came from the mirror: each installed at the pinned version, each .deb fetched from it.
+        for name in ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
+                     "libnvidia-container1"):
+            assert host.check_output("dpkg-query -W -f '${Version} ${db:Status-Abbrev}' %s" % name).startswith(
+                version + "-1 hi"), name          # installed and held
+        served = host.check_output("journalctl -u test-http --since '%s' --no-pager -o cat" % since)
+        assert "GET /site-mirror/nvidia/libnvidia-container/stable/deb/amd64/InRelease" in served, served[-2000:]
+        assert served.count("_%s-1_amd64.deb HTTP" % version) == 4, served[-2000:]
+        # A second run changes nothing and downloads nothing.
+        rc, out = play(NOBLE, extra, *tags, skip_repo=False)
+        assert rc == 0 and recap_changed(out, NOBLE) == 0, out[-3000:]
+    finally:
+        host.run("apt-mark unhold nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools "
+                 "libnvidia-container1; dpkg --purge nvidia-container-toolkit nvidia-container-toolkit-base "
+                 "libnvidia-container-tools libnvidia-container1; rm -f %s %s /etc/apt/keyrings/nvidia-container-toolkit.gpg; "
+                 "if [ -e /var/tmp/record.before ]; then mv /var/tmp/record.before %s; else rm -f %s; fi; "
+                 "apt-get update -qq" % (LIST, KEYRING, record, record))
