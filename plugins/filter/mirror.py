@@ -63,6 +63,13 @@ def image_mirror_list_text(data):
         raise AnsibleFilterError('baremetal.gpu.image_mirror_list_text: %s' % exc)
 
 
+def host_mirror_list(entries):
+    try:
+        return mirror.host_mirror_list(list(entries or []))
+    except (AttributeError, KeyError, TypeError) as exc:
+        raise AnsibleFilterError('baremetal.gpu.host_mirror_list: %s' % exc)
+
+
 def image_registry_errors(registry, pull_secrets=None, mapping=None):
     return mirror.registry_errors(registry, [] if pull_secrets is None else pull_secrets, mapping)
 
@@ -72,6 +79,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'image_mirror_values': image_mirror_values,
+            'host_mirror_list': host_mirror_list,
             'image_mirror': image_mirror,
             'image_mirror_list': image_mirror_list,
             'image_mirror_list_text': image_mirror_list_text,

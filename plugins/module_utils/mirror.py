@@ -265,9 +265,65 @@ def mirror_list(releases, extra_images=(), registry='', mapping=None):
 
 def mirror_list_text(data):
     """The list as text: one image a line (``<image> <where it goes>`` when that differs), then one chart a line
-    (``<chart> <version> <from>``)."""
+    (``<chart> <version> <from>``), then per operating system (host_mirror_list) one package a line
+    (``<name>=<version> <where from>``)."""
     lines = ['# images (%d)' % len(data['images'])]
     lines += [i['image'] if i['mirror'] == i['image'] else '%s %s' % (i['image'], i['mirror']) for i in data['images']]
     lines += ['# charts (%d)' % len(data['charts'])]
     lines += ['%s %s %s' % (c['chart'], c['version'], c['from']) for c in data['charts']]
+    for group in data.get('host_packages') or []:
+        archive = group['archive']
+        lines.append('# host packages of %s (%s): %d from the OS archive (suites %s, components %s), %d from %s' % (
+            group['os'], ', '.join(group['hosts']), len(archive['packages']), ' '.join(archive['suites']) or '-',
+            ' '.join(archive['components']) or '-', len(group['toolkit']['packages']),
+            group['toolkit']['repository'] or "NVIDIA's repository (none: container_toolkit_install false)"))
+        lines += ['%s archive' % p for p in archive['packages']]
+        lines += ['%s %s' % (p, group['toolkit']['repository']) for p in group['toolkit']['packages']]
+        lines += ['# error on %s' % e for e in group['errors']]
     return '\n'.join(lines) + '\n'
+
+
+def _pinned(name, candidates):
+    """``name`` as ``name=<apt's candidate>`` when apt named one (a name that is pinned already stays as it is)."""
+    if '=' in name:
+        return name
+    candidate = ((candidates or {}).get(name) or {}).get('candidate')
+    return '%s=%s' % (name, candidate) if candidate else name
+
+
+def host_mirror_list(entries):
+    """The host packages a site mirrors, per operating system: ``entries``, one per host, each
+    {host, os: {distribution, version, release, architecture}, driver: nvidia_driver's mirror_list fact,
+    toolkit: container_toolkit's mirror_list fact (or {} where that role is not applied)}.
+
+    Returns a list sorted by operating system of {os, hosts, archive: {suites, components, packages},
+    toolkit: {repository, packages}, errors}: the packages of the hosts of one operating system together, each with
+    apt's candidate version where apt named one (Fabric Manager's packages, on a system that needs it, by name: the role
+    pins them to the driver's version when it installs them), the archive
+    suites and components they come from, and each host's refusal (a host whose driver decision failed lists it)."""
+    groups = {}
+    for entry in entries:
+        facts = entry.get('os') or {}
+        key = '%s %s (%s) %s' % tuple(facts.get(field) or '?'
+                                      for field in ('distribution', 'version', 'release', 'architecture'))
+        group = groups.setdefault(key, {'os': key, 'hosts': [], 'suites': [], 'components': [], 'packages': set(),
+                                        'repository': '', 'toolkit': set(), 'errors': []})
+        group['hosts'].append(entry['host'])
+        driver = entry.get('driver') or {}
+        toolkit = entry.get('toolkit') or {}
+        for field in ('suites', 'components'):
+            group[field] += [item for item in driver.get(field) or [] if item not in group[field]]
+        candidates = driver.get('candidates') or {}
+        group['packages'].update(_pinned(name, candidates) for name in driver.get('packages') or [])
+        group['packages'].update(_pinned(name, candidates) for name in driver.get('fabric_manager') or [])
+        group['errors'] += ['%s: %s' % (entry['host'], error) for error in driver.get('errors') or []]
+        if toolkit.get('repository'):
+            if group['repository'] and group['repository'] != toolkit['repository']:
+                group['errors'].append('%s: the toolkit repository %s differs from %s of the other hosts of %s' % (
+                    entry['host'], toolkit['repository'], group['repository'], key))
+            group['repository'] = group['repository'] or toolkit['repository']
+            group['toolkit'].update(toolkit.get('packages') or [])
+    return [{'os': g['os'], 'hosts': sorted(g['hosts']),
+             'archive': {'suites': g['suites'], 'components': g['components'], 'packages': sorted(g['packages'])},
+             'toolkit': {'repository': g['repository'], 'packages': sorted(g['toolkit'])}, 'errors': g['errors']}
+            for _key, g in sorted(groups.items())]

@@ -1,11 +1,15 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """plugins/module_utils/mirror.py: images from the site's registry. What the real charts render with these values is
-tested in tests/integration/test_charts.py (every string of every object, no public registry left)."""
+tested in tests/integration/test_charts.py (every string of every object, no public registry left). The host packages
+per operating system from what five real test nodes answered (tests/fixtures/apt/mirror-list-host-entries.json)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import json
+import os
 
 import pytest
 
@@ -163,3 +167,65 @@ def test_registry_map_from_e_strings(value, parsed):
 def test_registry_map_errors(mapping, start):
     found = mirror.registry_errors('', [], mapping)
     assert len(found) == 1 and found[0].startswith(start), found
+
+
+HOST_ENTRIES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'apt', 'mirror-list-host-entries.json')
+
+
+def _host_entries():
+    with open(HOST_ENTRIES, encoding='utf-8') as fh:
+        return json.load(fh)
+
+
+def test_host_mirror_list_of_five_real_nodes():
+    # What the preflight scenario's five fresh nodes answered (tests/fixtures/apt/SOURCE.md).
+    groups = mirror.host_mirror_list(_host_entries())
+    assert [g['os'] for g in groups] == ['Debian 12.15 (bookworm) x86_64', 'Debian 13.8 (trixie) x86_64',
+                                         'Ubuntu 22.04 (jammy) x86_64', 'Ubuntu 24.04 (noble) x86_64',
+                                         'Ubuntu 26.04 (resolute) x86_64']
+    noble = groups[3]
+    assert noble['hosts'] == ['preflight-ubuntu2404'] and not noble['errors']
+    assert noble['archive']['suites'] == ['noble', 'noble-updates', 'noble-security']
+    assert noble['archive']['components'] == ['main', 'restricted', 'universe', 'multiverse']
+    # Each package with apt's candidate: the prebuilt module of the node's kernel at the kernel's version.
+    assert 'linux-modules-nvidia-580-open-6.8.0-149-generic=6.8.0-149.149' in noble['archive']['packages']
+    assert 'nvidia-utils-580=580.178.04-0ubuntu0.24.04.1' in noble['archive']['packages']
+    assert all('=' in p for p in noble['archive']['packages']), noble['archive']['packages']
+    assert noble['toolkit'] == {'repository': 'https://nvidia.github.io/libnvidia-container/stable',
+                                'packages': ['libnvidia-container-tools=1.18.2-1', 'libnvidia-container1=1.18.2-1',
+                                             'nvidia-container-toolkit-base=1.18.2-1', 'nvidia-container-toolkit=1.18.2-1']}
+    bookworm = groups[0]
+    assert 'nvidia-kernel-dkms=535.261.03-1' in bookworm['archive']['packages']
+    # A package apt's probe did not know stays a name (the running kernel's headers come from the node's own suites).
+    assert 'linux-headers-6.1.0-50-amd64' in bookworm['archive']['packages']
+
+
+def test_host_mirror_list_groups_hosts_of_one_os_and_says_what_differs():
+    entries = _host_entries()
+    twin = json.loads(json.dumps(entries[3]))
+    twin['host'] = 'gpu-02'
+    twin['toolkit']['repository'] = 'https://mirror.site/libnvidia-container/stable'
+    twin['driver']['errors'] = ['nvidia_driver_branch 999 is not known']
+    groups = mirror.host_mirror_list(entries + [twin])
+    noble = [g for g in groups if g['os'].startswith('Ubuntu 24.04')][0]
+    assert noble['hosts'] == ['gpu-02', 'preflight-ubuntu2404']
+    assert noble['errors'] == ['gpu-02: nvidia_driver_branch 999 is not known',
+                               'gpu-02: the toolkit repository https://mirror.site/libnvidia-container/stable differs '
+                               'from https://nvidia.github.io/libnvidia-container/stable of the other hosts of '
+                               'Ubuntu 24.04 (noble) x86_64']
+    # A host without the toolkit role's entry lists no toolkit packages; an unknown OS field reads "?".
+    bare = mirror.host_mirror_list([{'host': 'h', 'os': {}, 'driver': {'packages': ['nvidia-smi']}, 'toolkit': {}}])
+    assert bare == [{'os': '? ? (?) ?', 'hosts': ['h'],
+                     'archive': {'suites': [], 'components': [], 'packages': ['nvidia-smi']},
+                     'toolkit': {'repository': '', 'packages': []}, 'errors': []}]
+
+
+def test_mirror_list_text_with_host_packages():
+    data = {'images': [], 'charts': [], 'host_packages': mirror.host_mirror_list(_host_entries()[3:4])}
+    lines = mirror.mirror_list_text(data).splitlines()
+    assert lines[2] == ('# host packages of Ubuntu 24.04 (noble) x86_64 (preflight-ubuntu2404): 10 from the OS archive '
+                        '(suites noble noble-updates noble-security, components main restricted universe multiverse), '
+                        '4 from https://nvidia.github.io/libnvidia-container/stable')
+    assert 'nvidia-utils-580=580.178.04-0ubuntu0.24.04.1 archive' in lines
+    assert 'nvidia-container-toolkit=1.18.2-1 https://nvidia.github.io/libnvidia-container/stable' in lines
+    assert len(lines) == 3 + 10 + 4
