@@ -273,12 +273,14 @@ def mirror_list_text(data):
     lines += ['%s %s %s' % (c['chart'], c['version'], c['from']) for c in data['charts']]
     for group in data.get('host_packages') or []:
         archive = group['archive']
-        lines.append('# host packages of %s (%s): %d from the OS archive (suites %s, components %s), %d from %s' % (
+        toolkit = group['toolkit']
+        lines.append('# host packages of %s (%s): %d from the OS archive (suites %s, components %s), %d from %s%s' % (
             group['os'], ', '.join(group['hosts']), len(archive['packages']), ' '.join(archive['suites']) or '-',
-            ' '.join(archive['components']) or '-', len(group['toolkit']['packages']),
-            group['toolkit']['repository'] or "NVIDIA's repository (none: container_toolkit_install false)"))
+            ' '.join(archive['components']) or '-', len(toolkit['packages']),
+            toolkit['repository'] or "NVIDIA's repository (none: container_toolkit_install false)",
+            ' (mirrored at %s)' % toolkit['mirror'] if toolkit.get('mirror') else ''))
         lines += ['%s archive' % p for p in archive['packages']]
-        lines += ['%s %s' % (p, group['toolkit']['repository']) for p in group['toolkit']['packages']]
+        lines += ['%s %s' % (p, toolkit['repository']) for p in toolkit['packages']]
         lines += ['# error on %s' % e for e in group['errors']]
     return '\n'.join(lines) + '\n'
 
@@ -297,7 +299,8 @@ def host_mirror_list(entries):
     toolkit: container_toolkit's mirror_list fact (or {} where that role is not applied)}.
 
     Returns a list sorted by operating system of {os, hosts, archive: {suites, components, packages},
-    toolkit: {repository, packages}, errors}: the packages of the hosts of one operating system together, each with
+    toolkit: {repository (NVIDIA's, what a site copies), mirror (the site's, where the role takes them; '' for none),
+    packages}, errors}: the packages of the hosts of one operating system together, each with
     apt's candidate version where apt named one (Fabric Manager's packages, on a system that needs it, by name: the role
     pins them to the driver's version when it installs them), the archive
     suites and components they come from, and each host's refusal (a host whose driver decision failed lists it)."""
@@ -307,7 +310,7 @@ def host_mirror_list(entries):
         key = '%s %s (%s) %s' % tuple(facts.get(field) or '?'
                                       for field in ('distribution', 'version', 'release', 'architecture'))
         group = groups.setdefault(key, {'os': key, 'hosts': [], 'suites': [], 'components': [], 'packages': set(),
-                                        'repository': '', 'toolkit': set(), 'errors': []})
+                                        'repository': '', 'mirror': '', 'toolkit': set(), 'errors': []})
         group['hosts'].append(entry['host'])
         driver = entry.get('driver') or {}
         toolkit = entry.get('toolkit') or {}
@@ -318,12 +321,15 @@ def host_mirror_list(entries):
         group['packages'].update(_pinned(name, candidates) for name in driver.get('fabric_manager') or [])
         group['errors'] += ['%s: %s' % (entry['host'], error) for error in driver.get('errors') or []]
         if toolkit.get('repository'):
-            if group['repository'] and group['repository'] != toolkit['repository']:
-                group['errors'].append('%s: the toolkit repository %s differs from %s of the other hosts of %s' % (
-                    entry['host'], toolkit['repository'], group['repository'], key))
-            group['repository'] = group['repository'] or toolkit['repository']
+            for field in ('repository', 'mirror'):
+                if group['toolkit'] and group[field] != (toolkit.get(field) or ''):
+                    group['errors'].append('%s: the toolkit %s %s differs from %s of the other hosts of %s' % (
+                        entry['host'], field, toolkit.get(field) or '(none)', group[field] or '(none)', key))
+                elif not group['toolkit']:
+                    group[field] = toolkit.get(field) or ''
             group['toolkit'].update(toolkit.get('packages') or [])
     return [{'os': g['os'], 'hosts': sorted(g['hosts']),
              'archive': {'suites': g['suites'], 'components': g['components'], 'packages': sorted(g['packages'])},
-             'toolkit': {'repository': g['repository'], 'packages': sorted(g['toolkit'])}, 'errors': g['errors']}
+             'toolkit': {'repository': g['repository'], 'mirror': g['mirror'], 'packages': sorted(g['toolkit'])},
+             'errors': g['errors']}
             for _key, g in sorted(groups.items())]

@@ -191,7 +191,7 @@ def test_host_mirror_list_of_five_real_nodes():
     assert 'linux-modules-nvidia-580-open-6.8.0-149-generic=6.8.0-149.149' in noble['archive']['packages']
     assert 'nvidia-utils-580=580.178.04-0ubuntu0.24.04.1' in noble['archive']['packages']
     assert all('=' in p for p in noble['archive']['packages']), noble['archive']['packages']
-    assert noble['toolkit'] == {'repository': 'https://nvidia.github.io/libnvidia-container/stable',
+    assert noble['toolkit'] == {'repository': 'https://nvidia.github.io/libnvidia-container/stable', 'mirror': '',
                                 'packages': ['libnvidia-container-tools=1.18.2-1', 'libnvidia-container1=1.18.2-1',
                                              'nvidia-container-toolkit-base=1.18.2-1', 'nvidia-container-toolkit=1.18.2-1']}
     bookworm = groups[0]
@@ -204,20 +204,25 @@ def test_host_mirror_list_groups_hosts_of_one_os_and_says_what_differs():
     entries = _host_entries()
     twin = json.loads(json.dumps(entries[3]))
     twin['host'] = 'gpu-02'
-    twin['toolkit']['repository'] = 'https://mirror.site/libnvidia-container/stable'
+    twin['toolkit']['mirror'] = 'https://mirror.site/libnvidia-container/stable'
     twin['driver']['errors'] = ['nvidia_driver_branch 999 is not known']
     groups = mirror.host_mirror_list(entries + [twin])
     noble = [g for g in groups if g['os'].startswith('Ubuntu 24.04')][0]
     assert noble['hosts'] == ['gpu-02', 'preflight-ubuntu2404']
     assert noble['errors'] == ['gpu-02: nvidia_driver_branch 999 is not known',
-                               'gpu-02: the toolkit repository https://mirror.site/libnvidia-container/stable differs '
-                               'from https://nvidia.github.io/libnvidia-container/stable of the other hosts of '
-                               'Ubuntu 24.04 (noble) x86_64']
+                               'gpu-02: the toolkit mirror https://mirror.site/libnvidia-container/stable differs '
+                               'from (none) of the other hosts of Ubuntu 24.04 (noble) x86_64']
+    # Every host with the same mirror: the list names NVIDIA's repository to copy from and the site's mirror.
+    for entry in entries:
+        entry['toolkit']['mirror'] = 'https://mirror.site/libnvidia-container/stable'
+    text = mirror.mirror_list_text({'images': [], 'charts': [], 'host_packages': mirror.host_mirror_list(entries[3:4])})
+    assert text.splitlines()[2].endswith('4 from https://nvidia.github.io/libnvidia-container/stable '
+                                         '(mirrored at https://mirror.site/libnvidia-container/stable)')
     # A host without the toolkit role's entry lists no toolkit packages; an unknown OS field reads "?".
     bare = mirror.host_mirror_list([{'host': 'h', 'os': {}, 'driver': {'packages': ['nvidia-smi']}, 'toolkit': {}}])
     assert bare == [{'os': '? ? (?) ?', 'hosts': ['h'],
                      'archive': {'suites': [], 'components': [], 'packages': ['nvidia-smi']},
-                     'toolkit': {'repository': '', 'packages': []}, 'errors': []}]
+                     'toolkit': {'repository': '', 'mirror': '', 'packages': []}, 'errors': []}]
 
 
 def test_mirror_list_text_with_host_packages():
