@@ -119,8 +119,21 @@ def _busy(health):
     return health.get('performance_state') == 'P0' and not health.get('clocks_event_reasons', {}).get('gpu_idle')
 
 
-def gpu_findings(gpu, retired_pages_limit=60):
-    """Findings for one parsed GPU (``nvidia_smi.parse_nvidia_smi_xml(..., health=True)``)."""
+# The NVLink fabric registration still running (nvidia-smi's fabric state while Fabric Manager registers the GPUs,
+# right after a boot or a Fabric Manager start): a state to wait for, not a fault (gpu_health's fabric_wait).
+FABRIC_PENDING = ('in progress',)
+
+
+def fabric_pending(facts):
+    """The indexes of the GPUs whose NVLink fabric registration is still in progress, in a parsed ``nvidia-smi -q -x``
+    (health=True); empty when none is (or the system has no NVSwitch fabric)."""
+    return [gpu.get('index') for gpu in (facts or {}).get('gpus') or []
+            if ((gpu.get('health') or {}).get('fabric_state') or '').strip().lower() in FABRIC_PENDING]
+
+
+def gpu_findings(gpu, retired_pages_limit=60, fabric_waited=None):
+    """Findings for one parsed GPU (``nvidia_smi.parse_nvidia_smi_xml(..., health=True)``). ``fabric_waited``: the
+    seconds the caller waited for a fabric registration in progress (named in the finding when it still is)."""
     out = []
     health = gpu.get('health') or {}
     index, bus_id = gpu.get('index'), gpu.get('pci_bus_id')
@@ -187,13 +200,15 @@ def gpu_findings(gpu, retired_pages_limit=60):
     if fabric_state is not None:
         status = health.get('fabric_status')
         if fabric_state.lower() != 'completed' or (status is not None and status.lower() != 'success'):
+            waited = (' (still in progress after a wait of %s s)' % fabric_waited
+                      if fabric_waited is not None and fabric_state.strip().lower() in FABRIC_PENDING else '')
             add('fabric', CRITICAL, 'CHECK_FABRIC_MANAGER',
-                'NVLink fabric registration state %s, status %s (expected Completed, Success): is '
-                'nvidia-fabricmanager running at the driver\'s version?' % (fabric_state, status))
+                'NVLink fabric registration state %s, status %s%s (expected Completed, Success): is '
+                'nvidia-fabricmanager running at the driver\'s version?' % (fabric_state, status or 'N/A', waited))
     return out
 
 
-def smi_findings(facts, retired_pages_limit=60):
+def smi_findings(facts, retired_pages_limit=60, fabric_waited=None):
     """Findings for a parsed ``nvidia-smi -q -x`` (health=True): every GPU, plus a partial output."""
     out = []
     attached = facts.get('attached_gpus')
@@ -202,7 +217,7 @@ def smi_findings(facts, retired_pages_limit=60):
                            'nvidia-smi reports attached_gpus=%s but lists %s GPU(s): the output is partial, the '
                            'GPUs not listed were not checked' % (attached, facts.get('gpu_count')), SOURCE_SMI))
     for gpu in facts.get('gpus') or []:
-        out.extend(gpu_findings(gpu, retired_pages_limit))
+        out.extend(gpu_findings(gpu, retired_pages_limit, fabric_waited))
     return out
 
 

@@ -95,6 +95,15 @@ options:
         criterion for its data center GPUs as far as this project knows; set your vendor's number.
     type: int
     default: 60
+  fabric_wait:
+    description:
+      - Seconds to wait while a GPU's NVLink fabric registration is V(In Progress) (Fabric Manager registers the
+        GPUs of an NVSwitch system for a while after a boot or its start), reading C(nvidia-smi -q -x) again every
+        5 seconds. Still in progress after the wait, it is a critical finding (action V(CHECK_FABRIC_MANAGER)), as
+        any state other than V(Completed) is. V(0), the default, does not wait. RV(fabric_waited) says how long it
+        waited.
+    type: int
+    default: 0
   skip_checks:
     description:
       - Checks whose findings are dropped, for example V(pcie_link_width) on a board whose slots are wired x8.
@@ -148,6 +157,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+fabric_waited:
+  description: Seconds the module waited for an NVLink fabric registration in progress (O(fabric_wait)); V(0) when it
+    did not wait.
+  returned: always
+  type: int
+  sample: 0
 verdict:
   description: V(healthy), V(degraded) (a warning finding) or V(unhealthy) (a critical finding).
   returned: always
@@ -242,7 +257,9 @@ xid_catalog:
   sample: {source: "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html; ...", date: "2026-11-24"}
 """
 
+import math
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -257,6 +274,12 @@ from ansible_collections.baremetal.gpu.plugins.module_utils.nvidia_smi import (
     to_text,
 )
 from ansible_collections.baremetal.gpu.plugins.module_utils.xid_catalog import CATALOG_DATE, CATALOG_SOURCE
+
+# How often nvidia-smi is read again while an NVLink fabric registration is in progress (fabric_wait).
+FABRIC_POLL = 5
+# The clock and the sleep of that wait (the unit tests replace them).
+_clock = time.monotonic
+_sleep = time.sleep
 
 C_LOCALE = {'LC_ALL': 'C', 'LANG': 'C'}
 TOOL_DIRS = ['/usr/bin', '/bin', '/usr/sbin', '/sbin', '/usr/local/bin']
@@ -382,19 +405,22 @@ def main():
             dcgmi_path=dict(type='path'),
             dcgm_diag_timeout=dict(type='int', default=1800),
             retired_pages_limit=dict(type='int', default=60),
+            fabric_wait=dict(type='int', default=0),
             skip_checks=dict(type='list', elements='str', default=[], choices=list(gh.CHECKS)),
         ),
         supports_check_mode=True,
     )
     params = module.params
     result = dict(changed=False, verdict=None, reason='', findings=[], counts={}, gpus=[], gpu_count=0,
-                  pci_gpu_count=0, driver_version=None, sources={}, commands=[],
+                  pci_gpu_count=0, driver_version=None, sources={}, commands=[], fabric_waited=0,
                   xid_catalog={'source': CATALOG_SOURCE, 'date': CATALOG_DATE})
     for name in ('timeout', 'dcgm_diag_timeout'):
         if params[name] < 1:
             module.fail_json(msg='%s must be at least 1 second, got %s' % (name, params[name]), **result)
     if params['expected_gpu_count'] is not None and params['expected_gpu_count'] < 1:
         module.fail_json(msg='expected_gpu_count must be at least 1, got %s' % params['expected_gpu_count'], **result)
+    if params['fabric_wait'] < 0:
+        module.fail_json(msg='fabric_wait must be 0 or more seconds, got %s' % params['fabric_wait'], **result)
     if params['retired_pages_limit'] < 0:
         module.fail_json(msg='retired_pages_limit must be 0 or more, got %s' % params['retired_pages_limit'], **result)
 
@@ -407,6 +433,17 @@ def main():
     host_pci = [g for g in pci_gpus if (g.get('driver') or '') != 'vfio-pci']
 
     facts, findings = check_smi(module, params['timeout'], pci_gpus, commands, sources)
+    # An NVLink fabric registration in progress (right after a boot or a Fabric Manager start) is waited for, up to
+    # fabric_wait seconds, nvidia-smi read again every FABRIC_POLL seconds; still in progress then, it is a fault.
+    fabric_waited = 0
+    started = _clock()
+    while params['fabric_wait'] and gh.fabric_pending(facts) and fabric_waited < params['fabric_wait']:
+        _sleep(min(FABRIC_POLL, params['fabric_wait'] - fabric_waited))
+        facts, findings = check_smi(module, params['timeout'], pci_gpus, commands, sources)
+        fabric_waited = int(math.ceil(_clock() - started))
+    if fabric_waited and gh.fabric_pending(facts):
+        findings = gh.smi_findings(facts, params['retired_pages_limit'], fabric_waited)
+    result['fabric_waited'] = fabric_waited
     smi_gpus = facts['gpus'] if facts else None
     findings.extend(gh.pci_findings(pci_gpus, smi_gpus, params['expected_gpu_count']))
 

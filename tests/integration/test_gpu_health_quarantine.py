@@ -20,7 +20,7 @@ import subprocess
 
 import yaml
 
-from conftest import ROOT, T4, ansible_env, pod, real_node, stand_in
+from conftest import H100, ROOT, T4, ansible_env, pod, real_node, stand_in
 
 TAINT = 'baremetal.gpu/gpu-unhealthy'
 LABEL = 'baremetal.gpu/gpu-health'
@@ -375,3 +375,37 @@ def test_remediate_without_a_cluster_api_resets_nodes_outside_a_cluster(tmp_path
     assert (tmp_path / 'gpu-a.resets').read_text().split() == ['-r', '-i', '0']
     assert 'SKIPPED: no kubeconfig' in out.replace('\n', ' ')
     assert not cluster.requests
+
+
+def test_a_fabric_registration_in_progress_is_waited_for_and_judged_after(tmp_path, cluster):
+    # An NVSwitch system right after a boot: nvidia-smi says the NVLink fabric registration is In Progress, then
+    # Completed (the real H100 capture with its fabric state and status changed by the test; that card has none).
+    add_node(cluster, 'n-gpu-a')
+    with open(H100, encoding='utf-8') as handle:
+        capture = handle.read()
+    fabric = '\t\t\t<state>N/A</state>\n\t\t\t<status>N/A</status>'
+    assert capture.count(fabric) == 1
+    for name, state, status in (('progress', 'In Progress', 'N/A'), ('done', 'Completed', 'Success')):
+        (tmp_path / ('%s.xml' % name)).write_text(capture.replace(
+            fabric, '\t\t\t<state>%s</state>\n\t\t\t<status>%s</status>' % (state, status)))
+    smi = tmp_path / 'nvidia-smi-fabric'
+    smi.write_text('#!/bin/sh\n# TEST ONLY: In Progress at the first reading, Completed after it\n'
+                   'echo "$@" >> %(d)s/fabric.calls\n'
+                   'if [ "$(wc -l < %(d)s/fabric.calls)" -gt 1 ]; then cat %(d)s/done.xml; else cat %(d)s/progress.xml; fi\n'
+                   % {'d': tmp_path})
+    smi.chmod(0o755)
+    # The default wait (gpu_health_fabric_wait 120): read again 5 s later, Completed, healthy.
+    rc, out = run(tmp_path, cluster, {'gpu-a': True}, '-e', 'gpu_health_nvidia_smi_path=%s' % smi)
+    assert rc == 0, out[-4000:]
+    assert (tmp_path / 'fabric.calls').read_text().splitlines() == ['-q -x', '-q -x']
+    assert '"gpu-a: HEALTHY' in out and 'fabric ->' not in out, out[-3000:]
+    # No wait: the same first reading is a critical finding (the report says so; gpu_health_fail_on_unhealthy is
+    # off by default, so the run itself passes).
+    (tmp_path / 'fabric.calls').unlink()
+    rc, out = run(tmp_path, cluster, {'gpu-a': True}, '-e', 'gpu_health_nvidia_smi_path=%s' % smi,
+                  '-e', 'gpu_health_fabric_wait=0')
+    assert rc == 0, out[-4000:]
+    assert '"gpu-a: UNHEALTHY' in out
+    assert ('critical GPU 0 fabric -> CHECK_FABRIC_MANAGER: NVLink fabric registration state In Progress, status N/A '
+            '(expected Completed') in ' '.join(out.split()), out[-3000:]
+    assert (tmp_path / 'fabric.calls').read_text().splitlines() == ['-q -x']

@@ -594,3 +594,11 @@ def test_reset_failures_name_the_time_limit_and_the_exit_code():
         "GPU 3: the reset failed (nvidia-smi -r exited 255: Unable to reset this GPU because it's being used by some"
         " other process)"]
     assert gh.reset_failures([], 120) == [] and gh.reset_failures(None, 5) == []
+
+
+def test_fabric_pending_names_the_gpus_whose_registration_is_in_progress():
+    gpus = [{'index': 0, 'health': {'fabric_state': 'In Progress', 'fabric_status': None}},
+            {'index': 1, 'health': {'fabric_state': 'Completed', 'fabric_status': 'Success'}},
+            {'index': 2, 'health': {'fabric_state': None}}, {'index': 3}]
+    assert gh.fabric_pending({'gpus': gpus}) == [0]
+    assert gh.fabric_pending(None) == [] and gh.fabric_pending({'gpus': gpus[1:]}) == []

@@ -207,6 +207,7 @@ def test_kernel_log_off_and_skip_checks(harness):
     ({'dcgm_diag_timeout': 0}, 'dcgm_diag_timeout must be at least 1 second, got 0'),
     ({'expected_gpu_count': 0}, 'expected_gpu_count must be at least 1, got 0'),
     ({'retired_pages_limit': -1}, 'retired_pages_limit must be 0 or more, got -1'),
+    ({'fabric_wait': -1}, 'fabric_wait must be 0 or more seconds, got -1'),
 ])
 def test_bad_options(harness, args, message):
     result = harness.run(args, expect=AnsibleFailJson)
@@ -217,3 +218,60 @@ def test_bad_options(harness, args, message):
 def test_dcgm_level_outside_the_choices(harness):
     result = harness.run({'dcgm_diag_level': 5}, expect=AnsibleFailJson)
     assert 'dcgm_diag_level' in result['msg']
+
+
+# The NVLink fabric of an NVSwitch system: the real H100 capture (a PCIe card, fabric N/A) with its fabric state and
+# status changed by the test to what nvidia-smi prints while Fabric Manager registers the GPUs, and after.
+FABRIC = '\t\t\t<state>N/A</state>\n\t\t\t<status>N/A</status>'
+
+
+def fabric_xml(state, status):
+    text = xml(H100)
+    assert text.count(FABRIC) == 1
+    return text.replace(FABRIC, '\t\t\t<state>%s</state>\n\t\t\t<status>%s</status>' % (state, status))
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """A clock that the module's wait advances (no real sleep)."""
+    now = [1000.0]
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+
+    monkeypatch.setattr(gpu_health, '_clock', lambda: now[0])
+    monkeypatch.setattr(gpu_health, '_sleep', sleep)
+    return slept
+
+
+def test_a_fabric_registration_in_progress_is_waited_for_and_then_healthy(harness, clock):
+    harness.reply(SMI, (0, fabric_xml('In Progress', 'N/A'), ''), (0, fabric_xml('Completed', 'Success'), ''))
+    harness.reply(JOURNALCTL, (0, '-- No entries --\n', ''))
+    result = harness.run({'fabric_wait': 60})
+    assert result['verdict'] == 'healthy' and result['findings'] == [], result['findings']
+    assert clock == [5] and result['fabric_waited'] == 5
+    assert [args for args, _t in harness.calls] == [[SMI, '-q', '-x'], [SMI, '-q', '-x'], JOURNAL_CMD]
+
+
+def test_a_fabric_still_in_progress_after_the_wait_is_critical(harness, clock):
+    harness.reply(SMI, *[(0, fabric_xml('In Progress', 'N/A'), '')] * 4)
+    harness.reply(JOURNALCTL, (0, '-- No entries --\n', ''))
+    result = harness.run({'fabric_wait': 12})
+    assert clock == [5, 5, 2] and result['fabric_waited'] == 12
+    assert brief(result) == [(0, 'fabric', 'critical', 'CHECK_FABRIC_MANAGER')]
+    assert 'state In Progress, status N/A (still in progress after a wait of 12 s)' in result['findings'][0]['detail']
+    assert result['verdict'] == 'unhealthy'
+
+
+def test_a_fabric_in_progress_without_a_wait_and_a_failed_one_are_critical_at_once(harness, clock):
+    # fabric_wait 0 (the default): no wait, as before; a registration that failed is never waited for.
+    harness.reply(SMI, (0, fabric_xml('In Progress', 'N/A'), ''), (0, fabric_xml('Completed', 'Failure'), ''))
+    harness.reply(JOURNALCTL, (0, '-- No entries --\n', ''), (0, '-- No entries --\n', ''))
+    result = harness.run({})
+    assert clock == [] and result['fabric_waited'] == 0 and brief(result) == [(0, 'fabric', 'critical', 'CHECK_FABRIC_MANAGER')]
+    assert 'still in progress' not in result['findings'][0]['detail']
+    result = harness.run({'fabric_wait': 60})
+    assert clock == [] and result['fabric_waited'] == 0
+    assert 'state Completed, status Failure (expected' in result['findings'][0]['detail']
