@@ -124,11 +124,15 @@ def _busy(health):
 FABRIC_PENDING = ('in progress',)
 
 
+def _fabric_in_progress(state):
+    return (state or '').strip().lower() in FABRIC_PENDING
+
+
 def fabric_pending(facts):
     """The indexes of the GPUs whose NVLink fabric registration is still in progress, in a parsed ``nvidia-smi -q -x``
     (health=True); empty when none is (or the system has no NVSwitch fabric)."""
     return [gpu.get('index') for gpu in (facts or {}).get('gpus') or []
-            if ((gpu.get('health') or {}).get('fabric_state') or '').strip().lower() in FABRIC_PENDING]
+            if _fabric_in_progress((gpu.get('health') or {}).get('fabric_state'))]
 
 
 def gpu_findings(gpu, retired_pages_limit=60, fabric_waited=None):
@@ -201,7 +205,7 @@ def gpu_findings(gpu, retired_pages_limit=60, fabric_waited=None):
         status = health.get('fabric_status')
         if fabric_state.lower() != 'completed' or (status is not None and status.lower() != 'success'):
             waited = (' (still in progress after a wait of %s s)' % fabric_waited
-                      if fabric_waited is not None and fabric_state.strip().lower() in FABRIC_PENDING else '')
+                      if fabric_waited is not None and _fabric_in_progress(fabric_state) else '')
             add('fabric', CRITICAL, 'CHECK_FABRIC_MANAGER',
                 'NVLink fabric registration state %s, status %s%s (expected Completed, Success): is '
                 'nvidia-fabricmanager running at the driver\'s version?' % (fabric_state, status or 'N/A', waited))
