@@ -19,6 +19,10 @@ NOBLE = node("ubuntu2404")
 PORT = 8765
 KEYRING = "/etc/apt/keyrings/nvidia-container-toolkit.asc"
 LIST = "/etc/apt/sources.list.d/nvidia-container-toolkit.list"
+# The Release file of a flat repository in the current directory (its Packages index), signed with the test key.
+SIGN_RELEASE = r"""{ echo "Origin: baremetal.gpu test"; echo "Label: test"; echo "Date: $(LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S UTC')";
+  echo "SHA256:"; echo " $(sha256sum Packages | cut -d' ' -f1) $(stat -c %s Packages) Packages"; } > Release
+gpg --batch --yes --local-user right@example.invalid --clearsign -o InRelease Release"""
 SETUP = r"""
 set -eu
 export GNUPGHOME=/root/test-gnupg
@@ -29,14 +33,12 @@ gpg --armor --export right@example.invalid > /srv/www/keys/right.asc
 gpg --armor --export wrong@example.invalid > /srv/www/keys/wrong.asc
 cd /srv/www/libnvidia-container/stable/deb/amd64
 : > Packages
-{ echo "Origin: baremetal.gpu test"; echo "Label: test"; echo "Date: $(LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S UTC')";
-  echo "SHA256:"; echo " $(sha256sum Packages | cut -d' ' -f1) 0 Packages"; } > Release
-gpg --batch --yes --local-user right@example.invalid --clearsign -o InRelease Release
+SIGN_RELEASE
 systemctl stop test-http 2>/dev/null || true
 systemd-run --unit test-http python3 -m http.server PORT --bind 127.0.0.1 --directory /srv/www
 for i in $(seq 50); do python3 -c 'import urllib.request; urllib.request.urlopen("http://127.0.0.1:PORT/keys/right.asc")' 2>/dev/null && break; sleep 0.1; done
 gpg --with-colons --list-keys right@example.invalid | awk -F: '/^fpr/ {print $10; exit}'
-""".replace("PORT", str(PORT))
+""".replace("PORT", str(PORT)).replace("SIGN_RELEASE", SIGN_RELEASE)
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +96,8 @@ def test_right_key_written_and_apt_accepts_it_as_signed_by(noble):
 # here; these hold no files, only the names, versions and dependencies the real ones carry), signed with the test key.
 MIRROR = "/srv/www/site-mirror/nvidia/libnvidia-container"
 MIRROR_URL = "http://127.0.0.1:%d/site-mirror/nvidia/libnvidia-container" % PORT
+TOOLKIT_NAMES = ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
+                 "libnvidia-container1")
 STAND_INS = r"""
 set -eu
 export GNUPGHOME=/root/test-gnupg
@@ -122,10 +126,7 @@ for deb in sorted(glob.glob('*.deb')):
     out.append('%s\nFilename: ./%s\nSize: %d\nSHA256: %s\n' % (control, deb, len(data), hashlib.sha256(data).hexdigest()))
 open('Packages', 'w').write('\n'.join(out))
 PY
-{ echo "Origin: baremetal.gpu test site mirror"; echo "Label: test";
-  echo "Date: $(LC_ALL=C date -u '+%a, %d %b %Y %H:%M:%S UTC')";
-  echo "SHA256:"; echo " $(sha256sum Packages | cut -d' ' -f1) $(stat -c %s Packages) Packages"; } > Release
-gpg --batch --yes --local-user right@example.invalid --clearsign -o InRelease Release
+SIGN_RELEASE
 """
 with open(os.path.join(PROJECT, "roles", "container_toolkit", "defaults", "main.yml"), encoding="utf-8") as _fh:
     ROLE_DEFAULTS = yaml.safe_load(_fh)
@@ -139,7 +140,8 @@ def test_a_mirror_and_a_key_file_put_every_source_key_and_download_on_the_mirror
     changes nothing. The limit: the packages are stand-ins (NVIDIA's repository cannot be served here)."""
     host, fingerprint = noble
     version = ROLE_DEFAULTS["container_toolkit_version"]
-    host.run_expect([0], STAND_INS.replace("MIRROR", MIRROR).replace("VERSION", version))
+    host.run_expect([0], STAND_INS.replace("SIGN_RELEASE", SIGN_RELEASE).replace("MIRROR", MIRROR)
+                    .replace("VERSION", version))
     key_file = tmp_path / "nvidia-container-toolkit.asc"
     key_file.write_text(host.check_output("cat /srv/www/keys/right.asc") + "\n")
     record = "/var/lib/baremetal-gpu/container_toolkit/installed.json"
@@ -166,8 +168,7 @@ def test_a_mirror_and_a_key_file_put_every_source_key_and_download_on_the_mirror
         sources = host.check_output("cat /etc/apt/sources.list /etc/apt/sources.list.d/* 2>/dev/null || true")
         assert not [url for url in PUBLIC if url in sources], sources
         # The pinned packages came from the mirror: each installed at the pinned version, each .deb fetched from it.
-        for name in ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
-                     "libnvidia-container1"):
+        for name in TOOLKIT_NAMES:
             assert host.check_output("dpkg-query -W -f '${Version} ${db:Status-Abbrev}' %s" % name).startswith(
                 version + "-1 hi"), name          # installed and held
         served = host.check_output("journalctl -u test-http --since '%s' --no-pager -o cat" % since)
@@ -176,9 +177,10 @@ def test_a_mirror_and_a_key_file_put_every_source_key_and_download_on_the_mirror
         # A second run changes nothing and downloads nothing.
         rc, out = play(NOBLE, extra, *tags, skip_repo=False)
         assert rc == 0 and recap_changed(out, NOBLE) == 0, out[-3000:]
+        served = host.check_output("journalctl -u test-http --since '%s' --no-pager -o cat" % since)
+        assert served.count("_%s-1_amd64.deb HTTP" % version) == 4, served[-2000:]
     finally:
-        host.run("apt-mark unhold nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools "
-                 "libnvidia-container1; dpkg --purge nvidia-container-toolkit nvidia-container-toolkit-base "
-                 "libnvidia-container-tools libnvidia-container1; rm -f %s %s /etc/apt/keyrings/nvidia-container-toolkit.gpg; "
+        names = " ".join(TOOLKIT_NAMES)
+        host.run("apt-mark unhold %s; dpkg --purge %s; rm -f %s %s /etc/apt/keyrings/nvidia-container-toolkit.gpg; "
                  "if [ -e /var/tmp/record.before ]; then mv /var/tmp/record.before %s; else rm -f %s; fi; "
-                 "apt-get update -qq" % (LIST, KEYRING, record, record))
+                 "apt-get update -qq" % (names, names, LIST, KEYRING, record, record))
