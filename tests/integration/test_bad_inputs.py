@@ -21,11 +21,17 @@ the case's overrides merged in, and asserts for the case:
   - nothing changed for it (changed=0), so nothing was (or would have been) changed before the refusal,
   - the failing task is the argument-spec validation or a task tagged as preflight
     (its name contains "Preflight" or "Validating arguments").
-Cases given as plain variables run together, one run per role: each case is a host of its own in that
-run's inventory (connection local, its variables as host variables), so each fails or passes on its own, as
-the nodes of a fleet do; the results are read per host from the JSON callback (ansible.posix.json). A case
-with `cli` or `e_strings` has its own run, since `-e` applies to every host of a run. One run per case cost
-about two CPU-seconds of ansible-playbook start-up each, two hundred times (docs/benchmarks.md).
+Every case of a role runs in one run: each case is a host of its own in that run's inventory (connection
+local, its variables as host variables), so each fails or passes on its own, as the nodes of a fleet do; the
+results are read per host from the JSON callback (ansible.posix.json). One run per case cost about two
+CPU-seconds of ansible-playbook start-up each, two hundred times (docs/benchmarks.md).
+
+The values of `cli` and `e_strings` cases are what `-e key=value` gives a play: strings. `-e` applies to every
+host of a run, so in the role's run such a case's values are its host's variables, as strings. One case per
+role (its first `cli` or `e_strings` case, the "witness") also runs alone with the real `-e` arguments, so the
+command line's own path is run for every role that has such cases. The two differ only in precedence (extra
+vars win over everything); test_string_cases_are_not_shadowed checks that no role sets these variables itself
+(vars/, set_fact, include_vars), where only `-e` would win.
 """
 import glob
 import json
@@ -35,7 +41,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import ansible_env, run_playbook, supported_os
+from conftest import ROOT, ansible_env, run_playbook, supported_os
 
 CASES = []
 for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "bad_inputs", "*.yml"))):
@@ -85,38 +91,65 @@ def machine_facts(tmp_path_factory):
     return str(out)
 
 
-def run_key(case):
-    """Cases with the same key run together; a case passed on the command line runs alone."""
-    if case.get("as_extra_vars") or case.get("cli"):
-        return (case["role"], case["name"], bool(case.get("as_extra_vars")))
-    return (case["role"],)
+def is_string_case(case):
+    """A case whose values arrive as `-e key=value` gives them: its cli values, or all its vars (e_strings)."""
+    return bool(case.get("as_extra_vars") or case.get("cli"))
+
+
+def _witness_ids():
+    """The name of each role's first string case, in file order: run alone with the real -e arguments too."""
+    witnesses = {}
+    for param in CASES:
+        case = param.values[0]
+        if is_string_case(case):
+            witnesses.setdefault(case["role"], case["name"])
+    return witnesses
+
+
+WITNESSES = _witness_ids()
+
+
+def is_witness(case):
+    """The role's witness: its first string case (for an e_strings case, the variant with strings)."""
+    return is_string_case(case) and WITNESSES.get(case["role"]) == case["name"]
+
+
+def _as_cli_string(value):
+    """What `-e key=value` makes of a value as YAML writes it: a string (booleans as YAML spells them)."""
+    assert not isinstance(value, (dict, list)), "e_strings cases take scalar vars only"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def string_values(case):
+    """The case's values that the command line gives: its vars as strings (e_strings), then its cli values."""
+    values = {}
+    if case.get("as_extra_vars"):
+        values.update((key, _as_cli_string(value)) for key, value in (case.get("vars") or {}).items())
+    values.update((key, _as_cli_string(value)) for key, value in (case.get("cli") or {}).items())
+    return values
 
 
 def case_argv(case):
-    """The case's -e arguments: its vars as strings (e_strings), then its cli values."""
-    argv = []
-    if case.get("as_extra_vars"):
-        # As `-e key=value` on the command line: every value arrives as a string.
-        for key, value in sorted((case.get("vars") or {}).items()):
-            assert not isinstance(value, (dict, list)), "e_strings cases take scalar vars only"
-            argv += ["-e", "%s=%s" % (key, str(value).lower() if isinstance(value, bool) else value)]
-    for name, value in (case.get("cli") or {}).items():
-        argv += ["-e", "%s=%s" % (name, value)]
-    return argv
+    """The case's -e arguments, as a user types them."""
+    return [arg for key, value in sorted(string_values(case).items()) for arg in ("-e", "%s=%s" % (key, value))]
 
 
-def run_cases(cases, tmp, machine_facts):
-    """One check-mode run of the role with each case as a host; {host: (failed task, result, changed)}."""
+def run_cases(cases, tmp, machine_facts, witness=False):
+    """One check-mode run of the role with each case as a host; {host: (failed task, result, changed)}.
+    witness: the run's one case gives its string values as real -e arguments instead of host variables."""
+    assert not witness or len(cases) == 1
     hosts = {}
     for index, case in enumerate(cases):
         host_vars = {} if case.get("as_extra_vars") else dict(case.get("vars") or {})
+        if not witness:
+            host_vars.update(string_values(case))
         host_vars.update({"ansible_connection": "local", "__case_facts": case.get("facts") or {},
                           "__machine_facts": machine_facts})
         hosts["case%03d" % index] = host_vars
     (tmp / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": hosts}}))
     (tmp / "play.yml").write_text(PLAY % cases[0]["role"])
     cmd = ["ansible-playbook", "-i", str(tmp / "hosts.yml"), str(tmp / "play.yml"), "--check",
-           "--forks", "10"] + case_argv(cases[0])
+           "--forks", "10"] + (case_argv(cases[0]) if witness else [])
     env = ansible_env({"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
     try:
@@ -139,16 +172,17 @@ def run_cases(cases, tmp, machine_facts):
 
 @pytest.fixture(scope="session")
 def refusals(tmp_path_factory, machine_facts):
-    """The results of every case, run lazily by run_key: refusals(case) -> (host, (failed task, result), changed,
-    failures, stderr)."""
+    """The results of every case, run lazily, one run per role (every case a host) and one per witness:
+    refusals(case, command_line=None) -> (host, (failed task, result), changed, failures, stderr). A witness's
+    result is that of its run with the real -e arguments unless command_line=False."""
     done = {}
 
-    def result_of(case):
-        key = run_key(case)
+    def result_of(case, command_line=None):
+        alone = is_witness(case) and command_line is not False
+        key = (case["role"], case["name"]) if alone else (case["role"],)
         if key not in done:
-            group = [c.values[0] for c in CASES if run_key(c.values[0]) == key
-                     and bool(c.values[0].get("as_extra_vars")) == bool(case.get("as_extra_vars"))]
-            hosts, results = run_cases(group, tmp_path_factory.mktemp("cases"), machine_facts)
+            group = [case] if alone else [c.values[0] for c in CASES if c.values[0]["role"] == case["role"]]
+            hosts, results = run_cases(group, tmp_path_factory.mktemp("cases"), machine_facts, witness=alone)
             done[key] = dict((id(c), results[h]) for c, h in zip(group, hosts))
         return done[key][id(case)]
     return result_of
@@ -172,3 +206,54 @@ def test_bad_input_refused(case, refusals):
     # The task the case failed in is where the input was refused.
     assert ("Validating arguments" in task or "reflight" in task), (
         "refused too late, in task %r (should be argument_specs or preflight)" % task)
+
+
+WITNESS_CASES = [pytest.param(c.values[0], id="%s: %s" % (c.values[0]["role"], c.values[0]["name"]))
+                 for c in CASES if is_witness(c.values[0])]
+
+
+@pytest.mark.parametrize("case", WITNESS_CASES)
+def test_command_line_and_string_host_vars_refuse_alike(case, refusals):
+    """The witness's refusal with the real -e arguments is the one its string host variables gave in the role's run
+    (the failing task and its message, with the host's name set aside)."""
+    def refusal(result):
+        host, failed, _changed, _failures, stderr = result
+        assert failed, stderr[-3000:]
+        task, res = failed
+        return task, str(res.get("msg", "")).replace(host, "<host>")
+    assert refusal(refusals(case)) == refusal(refusals(case, command_line=False))
+
+
+def _names_set_by_roles():
+    """Every variable a role sets above host variables: keys of vars/ files, set_fact and include_vars targets."""
+    names = set()
+    for path in glob.glob(os.path.join(ROOT, "roles", "*", "vars", "*.yml")):
+        with open(path, encoding="utf-8") as fh:
+            names.update((yaml.safe_load(fh) or {}).keys())
+    for path in glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "**", "*.yml"), recursive=True):
+        with open(path, encoding="utf-8") as fh:
+            for task in _tasks(yaml.safe_load(fh) or []):
+                for action in ("ansible.builtin.set_fact", "set_fact"):
+                    if isinstance(task.get(action), dict):
+                        names.update(task[action].keys())
+    return names
+
+
+def _tasks(tasks):
+    for task in tasks:
+        if not isinstance(task, dict):
+            continue
+        yield task
+        for block in ("block", "rescue", "always"):
+            yield from _tasks(task.get(block) or [])
+
+
+def test_string_cases_are_not_shadowed():
+    """A string case runs as host variables in its role's run; that is the command line only where no role sets the
+    same variable above host variables (where only -e would win)."""
+    shadowed = _names_set_by_roles()
+    for param in CASES:
+        case = param.values[0]
+        if is_string_case(case):
+            clash = sorted(set(string_values(case)) & shadowed)
+            assert not clash, "%s: %s sets %s itself; run it with -e" % (case["role"], case["name"], clash)
