@@ -23,8 +23,8 @@ the case's overrides merged in, and asserts for the case:
     (its name contains "Preflight" or "Validating arguments").
 Every case of a role runs in one run: each case is a host of its own in that run's inventory (connection
 local, its variables as host variables), so each fails or passes on its own, as the nodes of a fleet do; the
-results are read per host from the JSON callback (ansible.posix.json). One run per case cost about two
-CPU-seconds of ansible-playbook start-up each, two hundred times (docs/benchmarks.md).
+results are read per host from the JSON callback (ansible.posix.json). A case costs its host's tasks, about the
+same alone or in a run of sixty; batching saves the runs' starts, mostly wall time (docs/benchmarks.md).
 
 The values of `cli` and `e_strings` cases are what `-e key=value` gives a play: strings. `-e` applies to every
 host of a run, so in the role's run such a case's values are its host's variables, as strings. One case per
@@ -37,11 +37,16 @@ import glob
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 import yaml
 
 from conftest import ROOT, ansible_env, run_playbook, supported_os
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "unit"))
+# pylint: disable=wrong-import-position
+from test_role_structure import role_task_files, tasks_in  # noqa: E402
 
 CASES = []
 for path in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "bad_inputs", "*.yml"))):
@@ -225,27 +230,18 @@ def test_command_line_and_string_host_vars_refuse_alike(case, refusals):
 
 
 def _names_set_by_roles():
-    """Every variable a role sets above host variables: keys of vars/ files, set_fact and include_vars targets."""
+    """Every variable a role sets above host variables: keys of vars/ files (include_vars loads those too) and
+    set_fact targets."""
     names = set()
     for path in glob.glob(os.path.join(ROOT, "roles", "*", "vars", "*.yml")):
         with open(path, encoding="utf-8") as fh:
             names.update((yaml.safe_load(fh) or {}).keys())
-    for path in glob.glob(os.path.join(ROOT, "roles", "*", "tasks", "**", "*.yml"), recursive=True):
-        with open(path, encoding="utf-8") as fh:
-            for task in _tasks(yaml.safe_load(fh) or []):
-                for action in ("ansible.builtin.set_fact", "set_fact"):
-                    if isinstance(task.get(action), dict):
-                        names.update(task[action].keys())
+    for _where, tasks in role_task_files():
+        for task in tasks_in(tasks):
+            for action in ("ansible.builtin.set_fact", "set_fact"):
+                if isinstance(task.get(action), dict):
+                    names.update(task[action].keys())
     return names
-
-
-def _tasks(tasks):
-    for task in tasks:
-        if not isinstance(task, dict):
-            continue
-        yield task
-        for block in ("block", "rescue", "always"):
-            yield from _tasks(task.get(block) or [])
 
 
 def test_string_cases_are_not_shadowed():
