@@ -733,14 +733,17 @@ class LockConflict(Exception):
     Conflict on a stale resourceVersion, or 409 AlreadyExists on a create): someone else took it."""
 
 
-def lock_acquire(store, identity, duration, timeout, poll, now, clock, sleep, renew_only=False):
+def lock_acquire(store, identity, duration, timeout, poll, now, clock, sleep, renew_only=False, seen=None):
     """Take (or renew) the lock held in ``store`` for ``identity``; wait up to ``timeout`` seconds while another
     live run holds it; take over an expired one with a warning. Every write carries the resourceVersion that was
     read: a 409 (``LockConflict``) means someone else took it in between, and the lock is read and decided again,
     never overwritten. ``store``: get() -> object or None, create(obj), replace(obj) (both raise LockConflict).
     ``now``/``clock``/``sleep``: the UTC time text, a monotonic clock, a sleep (injected for the tests).
     ``renew_only``: the run must hold the lock already (a renewal per batch); anything else is a loss.
-    Returns {acquired, action, holder, waited, conflicts, warning, message, lease}."""
+    ``seen``: the lock's resourceVersion when the caller's plan began ('' when there was none), or None.
+    Returns {acquired, action, holder, waited, conflicts, warning, message, lease, stale}: ``stale`` (a reason, or '')
+    when another run may have changed the nodes since the plan was made: this one waited for it, or someone wrote the
+    lock between ``seen`` and the take (a run that finished, or worked, while the plan was being made)."""
     if timeout < 0:
         raise ValueError('the lock timeout must be 0 or more seconds, got %r' % (timeout,))
     start = clock()
@@ -779,7 +782,22 @@ def lock_acquire(store, identity, duration, timeout, poll, now, clock, sleep, re
         if last:
             message = '%s (after waiting %s s: %s)' % (message, waited, last['message'])
         return {'acquired': True, 'action': decision['action'], 'holder': identity, 'waited': waited,
-                'conflicts': conflicts, 'warning': decision['warning'], 'message': message, 'lease': written}
+                'conflicts': conflicts, 'warning': decision['warning'], 'message': message, 'lease': written,
+                'stale': plan_staleness(seen, current, waited)}
+
+
+def plan_staleness(seen, current, waited):
+    """Why a plan made before the lock was taken may be out of date, or ''. ``seen``: the lock's resourceVersion
+    when the plan began ('' for no lock, None when unknown); ``current``: the lock read just before this run wrote
+    it; ``waited``: seconds this run waited for another one."""
+    if waited and waited > 0:
+        return 'this run waited %s s for another run, which may have changed the nodes' % waited
+    version = ((current or {}).get('metadata') or {}).get('resourceVersion') or ''
+    if seen is not None and str(seen) != str(version):
+        holder = ((current or {}).get('spec') or {}).get('holderIdentity') or 'another run'
+        return ('the lock was written while the plan was made (version %s, now %s, last by %s)'
+                % (seen or 'none', version or 'none', holder))
+    return ''
 
 
 def lock_release(store, identity):

@@ -99,6 +99,12 @@ options:
       - Seconds one API request may take.
     type: int
     default: 30
+  seen_version:
+    description:
+      - The lock's C(resourceVersion) when the caller's plan began (an empty string when there was no lock then). When
+        the lock taken is at another version (someone wrote it while the plan was made), or this run waited, the
+        result's RV(stale) says why, so that the caller plans again under the lock.
+    type: str
 notes:
   - The lock is the run's own bookkeeping. The playbooks run this module with C(changed_when=false), so a rerun
     still reports nothing changed.
@@ -183,6 +189,13 @@ message:
   returned: always
   type: str
   sample: no lock, taking it
+stale:
+  description:
+    - Why the caller's plan may be out of date now that the lock is taken (this run waited for another one, or the
+      lock was written since O(seen_version)), or an empty string.
+  returned: state is present and the lock was taken
+  type: str
+  sample: this run waited 12.5 s for another run, which may have changed the nodes
 lease:
   description: The lock object as written (or as read when it was not taken).
   returned: state is present
@@ -205,6 +218,7 @@ from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import (
     lease_decision,
     lock_acquire,
     lock_release,
+    plan_staleness,
 )
 from ansible_collections.baremetal.gpu.plugins.module_utils.node_reader import (
     KUBERNETES_IMPORT_ERROR,
@@ -232,6 +246,7 @@ def argument_spec():
         poll_interval=dict(type='float', default=5),
         renew_only=dict(type='bool', default=False),
         request_timeout=dict(type='int', default=30),
+        seen_version=dict(type='str'),
     )
     spec.update(AUTH_ARG_SPEC)
     # As in gpu_node_capacity: a kubeconfig path is no secret; a kubeconfig dictionary's secrets are hidden by main().
@@ -274,7 +289,8 @@ def run(module, store):
         result = lock_release(store, params['holder'])
         return dict(result, changed=result['released'])
     result = lock_acquire(store, params['holder'], params['lease_duration'], params['timeout'], params['poll_interval'],
-                          utc_now, time.monotonic, time.sleep, renew_only=params['renew_only'])
+                          utc_now, time.monotonic, time.sleep, renew_only=params['renew_only'],
+                          seen=params['seen_version'])
     if result['warning']:
         module.warn(result['warning'])
     out = dict(result, changed=result['acquired'])
@@ -339,6 +355,8 @@ def wait_for_file(module, params):
                 module.params['timeout'] = 0
                 result = run(module, store)
                 result['waited'] = waited
+                if result.get('acquired') and waited > 0:
+                    result['stale'] = plan_staleness(params['seen_version'], current, waited)
                 return result
         time.sleep(min(params['poll_interval'], max(remaining, 0.01)))
 

@@ -568,6 +568,38 @@ def test_lock_is_taken_once_the_holder_releases_it_during_the_wait():
     assert store.obj['spec']['holderIdentity'] == ME and store.obj['spec']['leaseTransitions'] == 1
 
 
+def test_a_plan_made_before_the_lock_is_stale_after_a_wait_or_a_write_in_between():
+    # Two runs planned together; the first took the lock, the second waited for it: its plan is out of date
+    # (the first may have finished the very nodes it planned), so the rollout plans again under the lock.
+    held = maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600)
+    store, clock = FakeStore(held), Clock()
+    store.obj['metadata']['resourceVersion'] = '10'
+    real_sleep = clock.sleep
+
+    def sleep(seconds):
+        real_sleep(seconds)
+        store._store(maintenance.lease_release(store.obj, OTHER))
+    clock.sleep = sleep
+    got = maintenance.lock_acquire(store, ME, 60, 60, 5, clock.now, clock.clock, clock.sleep, seen='10')
+    assert got['acquired'] and got['stale'].startswith('this run waited 5')
+    # No wait, but another run took, worked and released the lock while this plan was being made (version 10 when
+    # the plan began, 12 at the take): stale too.
+    released = maintenance.lease_release(maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600), OTHER)
+    store, clock = FakeStore(released), Clock()
+    store.obj['metadata']['resourceVersion'] = '12'
+    got = maintenance.lock_acquire(store, ME, 60, 0, 5, clock.now, clock.clock, clock.sleep, seen='10')
+    assert got['acquired'] and got['waited'] == 0
+    assert got['stale'] == 'the lock was written while the plan was made (version 10, now 12, last by another run)'
+    # Nobody wrote it since the plan began (the same version, or still no lock at all): the plan stands.
+    store, clock = FakeStore(released), Clock()
+    store.obj['metadata']['resourceVersion'] = '12'
+    assert maintenance.lock_acquire(store, ME, 60, 0, 5, clock.now, clock.clock, clock.sleep, seen='12')['stale'] == ''
+    store, clock = FakeStore(), Clock()
+    assert maintenance.lock_acquire(store, ME, 60, 0, 5, clock.now, clock.clock, clock.sleep, seen='')['stale'] == ''
+    # A caller that did not read the lock first (seen None) is told only about a wait.
+    assert maintenance.plan_staleness(None, store.obj, 0) == ''
+
+
 def test_expired_lock_is_taken_over_with_a_warning():
     held = maintenance.lease_object(OTHER, '2026-11-24T09:00:00.000000Z', 60)
     store, clock = FakeStore(held), Clock()
