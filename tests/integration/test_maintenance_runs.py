@@ -358,6 +358,101 @@ UNINSTALL_PLAY = """---
 """
 
 
+ROLLOUT_PLAY = """---
+- name: The uninstall's plan play (playbooks/uninstall.yml)
+  hosts: maint
+  gather_facts: true
+  gather_subset: [min]
+  tasks:
+    - name: Read every node, plan, take the lock, plan again under it when needed
+      ansible.builtin.include_role:
+        name: baremetal.gpu.node_maintenance
+        tasks_from: rollout_plan
+      vars:
+        node_maintenance_rollout_kind: uninstall
+
+- name: The uninstall's batched play, the host part replaced by a stub that takes the drop-in off
+  hosts: baremetal_gpu_uninstall
+  gather_facts: false
+  serial: "{{ hostvars['localhost']['node_maintenance_uninstall_plan']['serial'] }}"
+  max_fail_percentage: 0
+  vars:
+    __node_maintenance_plan_fact: node_maintenance_uninstall_plan
+    __node_maintenance_host_rollout_plan_fact: node_maintenance_uninstall_plan
+    __node_maintenance_host_rollout_label_name: baremetal.gpu/uninstall
+  pre_tasks:
+    - name: Batch
+      ansible.builtin.include_role:
+        name: baremetal.gpu.node_maintenance
+        tasks_from: batch
+  tasks:
+    - name: Enter
+      ansible.builtin.include_role:
+        name: baremetal.gpu.node_maintenance
+        tasks_from: enter
+    - name: Hold the batch until the test says so
+      ansible.builtin.wait_for:
+        path: "{{ release_file }}"
+        timeout: 60
+      when: release_file is defined
+    - name: The change (stub)
+      ansible.builtin.file:
+        path: "{{ container_toolkit_containerd_dropin_dir }}/99-nvidia.toml"
+        state: absent
+    - name: Leave
+      ansible.builtin.include_role:
+        name: baremetal.gpu.node_maintenance
+        tasks_from: leave
+
+- name: Release
+  hosts: baremetal_gpu_uninstall
+  gather_facts: false
+  vars:
+    __node_maintenance_plan_fact: node_maintenance_uninstall_plan
+  tasks:
+    - name: Release the lock
+      ansible.builtin.include_role:
+        name: baremetal.gpu.node_maintenance
+        tasks_from: unlock
+"""
+
+
+def test_two_runs_started_together_the_second_plans_again_and_enters_nothing_the_first_finished(tmp_path, cluster):
+    """Two uninstalls of the same node at once: both plan it as disruptive (its containerd drop-in is there); the
+    first takes the lock and the node through its batch; the second waits, plans again under the lock, finds
+    nothing left to take off, and never takes the node out of service (before the rollout plan, it cordoned the
+    node the first had just finished and drained it again)."""
+    cluster.add_node(node_named('n-gpu-a'))
+    dropin = tmp_path / 'conf.d'
+    dropin.mkdir()
+    (dropin / '99-nvidia.toml').write_text('# baremetal.gpu container_toolkit\n')
+    common = {'container_toolkit_containerd_dropin_dir': str(dropin), 'node_maintenance_lock_timeout': 120}
+    release = tmp_path / 'release-first'
+    first = start(tmp_path, 'first', cluster, ['gpu-a'], ROLLOUT_PLAY, dict(common, release_file=str(release)))
+    assert wait_for(lambda: holder(cluster) and cluster.nodes['n-gpu-a']['spec'].get('unschedulable')), \
+        finish(first, 5)[1][-3000:]
+    second = start(tmp_path, 'second', cluster, ['gpu-a'], ROLLOUT_PLAY, common)
+    # The second run planned the node as disruptive, as the first did, and waits for the lock.
+    assert wait_for(lambda: 'the NVIDIA container runtime to remove' in open(second.out_path).read())
+    time.sleep(2)
+    release.write_text('go')
+    rc, out = finish(first)
+    assert rc == 0, out[-4000:]
+    assert 'PLANNING AGAIN' not in out
+    rc, out = finish(second)
+    assert rc == 0, out[-4000:]
+    assert 'PLANNING AGAIN under the lock: this run waited' in out, out[-4000:]
+    assert 'gpu-a: in a cluster (the cluster API lists Node n-gpu-a); nothing to take off' in out, out[-4000:]
+    # The second run never entered the node: no record of a rollout of its own, no batch message, and the node is
+    # back in service, labelled done by the first run.
+    assert not (tmp_path / 'second' / 'state' / 'uninstall.json').exists()
+    assert (tmp_path / 'first' / 'state' / 'uninstall.json').exists()
+    assert 'is in this batch' not in out
+    node = cluster.nodes['n-gpu-a']
+    assert not node['spec'].get('unschedulable') and node['metadata']['labels']['baremetal.gpu/uninstall'] == 'done'
+    assert holder(cluster) is None
+
+
 def test_the_uninstall_takes_a_node_of_a_cluster_out_of_service_and_back(tmp_path, cluster):
     # What maintenance_uninstall_node says of an RKE2 agent with a driver and the runtime to take off.
     disruptive = {'in_cluster': True, 'why': 'rke2-agent is enabled', 'role': 'agent', 'unit': 'rke2-agent', 'reboot': [],
