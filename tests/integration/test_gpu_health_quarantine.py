@@ -13,10 +13,12 @@ server does: a write carrying a stale resourceVersion gets 409 Conflict, Leases 
 playbook, the role, baremetal.gpu.gpu_health, the maintenance engine's lock (roles/upgrade, maintenance_lock) and
 kubernetes.core's k8s_info and k8s (JSON merge patch).
 """
+import datetime
 import json
 import os
 import re
 import subprocess
+import time
 
 import yaml
 
@@ -38,10 +40,17 @@ def add_node(cluster, name, taints=None):
     cluster.add_node(node)
 
 
-def run(tmp_path, cluster, health, *args, kubeconfig=None, connection='local', journal=False, **stand_in_args):
+def run(tmp_path, cluster, health, *args, **kwargs):
     """gpu_health.yml on the hosts of ``health`` ({host: healthy?}), each the Node n-<host>; returns (rc, output).
     ``connection`` lossy_local (connection_plugins/): a host is lost (unreachable) once its stand-in made it so.
     ``journal``: the kernel log is read (this machine's own; else it is not read)."""
+    proc = start(tmp_path, cluster, health, *args, **kwargs)
+    out, _err = proc.communicate(timeout=300)
+    return proc.returncode, out
+
+
+def start(tmp_path, cluster, health, *args, kubeconfig=None, connection='local', journal=False, **stand_in_args):
+    """run(), started in the background: returns the Popen (stdout and stderr together, text)."""
     hosts = {}
     for host, healthy in health.items():
         hosts[host] = {'ansible_connection': connection, 'ansible_become': False, 'baremetal_gpu_node_name': 'n-' + host,
@@ -54,12 +63,11 @@ def run(tmp_path, cluster, health, *args, kubeconfig=None, connection='local', j
         'children': {'k8s_control': {'hosts': {'localhost': {'ansible_connection': 'local'}}},
                      'gpu_nodes': {'hosts': hosts}}}}
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
-    res = subprocess.run(['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'),
-                          os.path.join(ROOT, 'playbooks', 'gpu_health.yml')] + list(args),
-                         capture_output=True, text=True, timeout=300, check=False, env=ansible_env({
-                             'ANSIBLE_CONNECTION_PLUGINS': os.path.join(os.path.dirname(__file__), 'connection_plugins'),
-                             'BAREMETAL_TEST_LOST_DIR': str(tmp_path)}))
-    return res.returncode, res.stdout + res.stderr
+    return subprocess.Popen(['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'),
+                             os.path.join(ROOT, 'playbooks', 'gpu_health.yml')] + list(args),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ansible_env({
+                                'ANSIBLE_CONNECTION_PLUGINS': os.path.join(os.path.dirname(__file__), 'connection_plugins'),
+                                'BAREMETAL_TEST_LOST_DIR': str(tmp_path)}))
 
 
 def node_writes(cluster):
@@ -409,3 +417,41 @@ def test_a_fabric_registration_in_progress_is_waited_for_and_judged_after(tmp_pa
     assert ('critical GPU 0 fabric -> CHECK_FABRIC_MANAGER: NVLink fabric registration state In Progress, status N/A '
             '(expected Completed') in ' '.join(out.split()), out[-3000:]
     assert (tmp_path / 'fabric.calls').read_text().splitlines() == ['-q -x']
+
+
+def test_a_node_read_while_another_run_changed_it_is_judged_again_under_the_lock(tmp_path, cluster):
+    """The GPUs are read while another run (an upgrade) holds the lock and works on the node: its reading is
+    unhealthy. That run finishes and releases the lock while the quarantine waits for it; the quarantine, under the
+    lock now, reads the GPUs again, finds them healthy, and taints nothing (it used to taint the node for the reading
+    taken in the middle of the other run's change)."""
+    add_node(cluster, 'n-gpu-a')
+    other = 'upgrade-run@ctl-a@2026-11-29T09:00:00.000000Z'
+    now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+    cluster.leases[LEASE] = cluster._bump({
+        'apiVersion': 'coordination.k8s.io/v1', 'kind': 'Lease',
+        'metadata': {'name': LEASE[1], 'namespace': LEASE[0]},
+        'spec': {'holderIdentity': other, 'leaseDurationSeconds': 600, 'renewTime': now, 'acquireTime': now}})
+    proc = start(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=quarantine',
+                 '-e', 'node_maintenance_lock_timeout=120')
+    seen = []
+
+    def waiting():
+        seen.append(proc.stdout.readline())
+        return 'Lock | Take the Lease' in seen[-1]
+    while not waiting():
+        assert proc.poll() is None or seen[-1], ''.join(seen)[-3000:]
+    time.sleep(3)
+    # The other run's change ends: the node is healthy, the lock released.
+    (tmp_path / 'gpu-a.xml').write_text((tmp_path / 'gpu-a-well.xml').read_text())
+    lease = cluster.leases[LEASE]
+    lease['spec'].pop('holderIdentity')
+    cluster.leases[LEASE] = cluster._bump(lease)
+    out, _err = proc.communicate(timeout=300)
+    out = ''.join(seen) + out
+    assert proc.returncode == 0, out[-4000:]
+    # (Why: a wait, or, when the release came before the lock's first read, the lock written since the GPUs were read.)
+    assert 'READING THE GPUS AGAIN under the lock: ' in out, out[-4000:]
+    assert 'GPU HEALTH QUARANTINE: quarantined none; released none' in out, out[-3000:]
+    assert node_writes(cluster) == []
+    assert not cluster.nodes['n-gpu-a']['spec'].get('taints')
+    assert lease_holder(cluster) in (None, '')

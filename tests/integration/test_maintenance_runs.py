@@ -13,6 +13,7 @@ each host). roles/upgrade's entry points run for real through baremetal.gpu.main
   cordoned with its reason, run and time, the later batch is not started, and the lock is released.
 """
 import copy
+import datetime
 import json
 import subprocess
 import time
@@ -451,6 +452,40 @@ def test_two_runs_started_together_the_second_plans_again_and_enters_nothing_the
     node = cluster.nodes['n-gpu-a']
     assert not node['spec'].get('unschedulable') and node['metadata']['labels']['baremetal.gpu/uninstall'] == 'done'
     assert holder(cluster) is None
+
+
+def test_a_plan_that_fails_under_the_lock_releases_it(tmp_path, cluster):
+    """While the run waits for another one's lock, someone cordons another GPU Node: with node_maintenance_max_unavailable
+    1 the plan under the lock has no room and fails for every host; the lock is released (it used to stay held
+    for its lease, an hour by default, and the next run waited for it) and no node was touched."""
+    cluster.add_node(node_named('n-gpu-a'))
+    cluster.add_node(node_named('n-gpu-z'))
+    dropin = tmp_path / 'conf.d'
+    dropin.mkdir()
+    (dropin / '99-nvidia.toml').write_text('# baremetal.gpu container_toolkit\n')
+    # Another run's live lock.
+    now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+    cluster.leases[LEASE] = cluster._bump({
+        'apiVersion': 'coordination.k8s.io/v1', 'kind': 'Lease', 'metadata': {'name': LEASE[1], 'namespace': LEASE[0]},
+        'spec': {'holderIdentity': 'other-run@ctl-a@' + now, 'leaseDurationSeconds': 600, 'renewTime': now,
+                 'acquireTime': now}})
+    second = start(tmp_path, 'second', cluster, ['gpu-a'], ROLLOUT_PLAY, {
+        'container_toolkit_containerd_dropin_dir': str(dropin), 'node_maintenance_lock_timeout': 120,
+        'node_maintenance_max_unavailable': 1})
+    assert wait_for(lambda: 'the NVIDIA container runtime to remove' in open(second.out_path).read())
+    time.sleep(2)
+    cluster.nodes['n-gpu-z']['spec']['unschedulable'] = True
+    cluster._bump(cluster.nodes['n-gpu-z'])
+    lease = cluster.leases[LEASE]
+    lease['spec'].pop('holderIdentity')
+    cluster.leases[LEASE] = cluster._bump(lease)
+    rc, out = finish(second)
+    assert rc != 0, out[-4000:]
+    assert 'PLANNING AGAIN under the lock' in out, out[-4000:]
+    assert 'no node of the cluster can be taken out' in out and 'n-gpu-z' in out, out[-4000:]
+    assert holder(cluster) is None, out[-4000:]
+    assert not cluster.nodes['n-gpu-a']['spec'].get('unschedulable')
+    assert not (tmp_path / 'second' / 'state' / 'uninstall.json').exists()
 
 
 def test_the_uninstall_takes_a_node_of_a_cluster_out_of_service_and_back(tmp_path, cluster):
