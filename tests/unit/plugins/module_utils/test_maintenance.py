@@ -551,17 +551,22 @@ def test_lock_held_by_a_live_run_waits_then_fails_naming_the_holder():
     assert store.writes == []
 
 
-def test_lock_is_taken_once_the_holder_releases_it_during_the_wait():
-    held = maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600)
-    store, clock = FakeStore(held), Clock()
+def held_then_released(after):
+    """OTHER's live lock at version 10, released by OTHER once the waiting clock reached ``after`` seconds."""
+    store, clock = FakeStore(maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600)), Clock()
     store.obj['metadata']['resourceVersion'] = '10'
     real_sleep = clock.sleep
 
     def sleep(seconds):
         real_sleep(seconds)
-        if clock.t >= 15 and store.obj['spec'].get('holderIdentity'):
+        if clock.t >= after and store.obj['spec'].get('holderIdentity'):
             store._store(maintenance.lease_release(store.obj, OTHER))
     clock.sleep = sleep
+    return store, clock
+
+
+def test_lock_is_taken_once_the_holder_releases_it_during_the_wait():
+    store, clock = held_then_released(15)
     got = acquire(store, clock, timeout=60)
     assert got['acquired'] and got['action'] == 'take' and got['waited'] == 15
     assert 'after waiting 15' in got['message'] and OTHER in got['message']
@@ -571,15 +576,7 @@ def test_lock_is_taken_once_the_holder_releases_it_during_the_wait():
 def test_a_plan_made_before_the_lock_is_stale_after_a_wait_or_a_write_in_between():
     # Two runs planned together; the first took the lock, the second waited for it: its plan is out of date
     # (the first may have finished the very nodes it planned), so the rollout plans again under the lock.
-    held = maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600)
-    store, clock = FakeStore(held), Clock()
-    store.obj['metadata']['resourceVersion'] = '10'
-    real_sleep = clock.sleep
-
-    def sleep(seconds):
-        real_sleep(seconds)
-        store._store(maintenance.lease_release(store.obj, OTHER))
-    clock.sleep = sleep
+    store, clock = held_then_released(5)
     got = maintenance.lock_acquire(store, ME, 60, 60, 5, clock.now, clock.clock, clock.sleep, seen='10')
     assert got['acquired'] and got['stale'].startswith('this run waited 5')
     # No wait, but another run took, worked and released the lock while this plan was being made (version 10 when
