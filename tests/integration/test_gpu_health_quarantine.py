@@ -271,7 +271,7 @@ def test_a_node_lost_in_its_remediation_stays_cordoned_failed_and_the_lock_is_re
     flat = out.replace('\n', ' ')
     assert rc != 0, out[-4000:]
     # The lost host was never dropped from the play as UNREACHABLE (its rescue and the stop step ran for it).
-    assert not re.search(r'unreachable=[1-9]', out.split('PLAY RECAP')[-1]), out[-2000:]
+    assert not re.search(r'unreachable=[1-9]', out.rsplit('PLAY RECAP', maxsplit=1)[-1]), out[-2000:]
     lost = [name for name in ('gpu-a', 'gpu-b') if (tmp_path / ('%s.lost' % name)).exists()]
     assert len(lost) == 1, 'exactly one host of the two must have been reset and lost: %s' % lost
     other = 'gpu-b' if lost == ['gpu-a'] else 'gpu-a'
