@@ -454,6 +454,25 @@ def test_two_runs_started_together_the_second_plans_again_and_enters_nothing_the
     assert holder(cluster) is None
 
 
+def test_without_a_cluster_api_the_rollout_plan_reads_an_empty_or_torn_lock_file(tmp_path, cluster):
+    """The lock file as the lock module leaves it on a node: empty (opened, never written) or torn by a kill in the
+    middle of a write. The rollout plan reads no version from it (as the module reads no lock) and goes on."""
+    for name, text in (('empty', ''), ('torn', '{\n  "metadata": {\n    "name": "baremetal-gpu-maint')):
+        state = tmp_path / ('state-' + name)
+        state.mkdir()
+        (state / 'maintenance-lock.json').write_text(text)
+        dropin = tmp_path / ('conf.d-' + name)
+        dropin.mkdir()
+        (dropin / '99-nvidia.toml').write_text('# baremetal.gpu container_toolkit\n')
+        rc, out = finish(start(tmp_path, name, cluster, ['gpu-a'], ROLLOUT_PLAY, {
+            'container_toolkit_containerd_dropin_dir': str(dropin), 'node_maintenance_state_dir': str(state)}, api=False))
+        assert rc == 0, out[-4000:]
+        assert 'PLANNING AGAIN' not in out
+        assert not (dropin / '99-nvidia.toml').exists()
+        lock = json.loads((state / 'maintenance-lock.json').read_text())
+        assert not lock['spec'].get('holderIdentity'), lock
+
+
 def test_a_plan_that_fails_under_the_lock_releases_it(tmp_path, cluster):
     """While the run waits for another one's lock, someone cordons another GPU Node: with node_maintenance_max_unavailable
     1 the plan under the lock has no room and fails for every host; the lock is released (it used to stay held
