@@ -469,8 +469,8 @@ def test_without_a_cluster_api_the_rollout_plan_reads_an_empty_or_torn_lock_file
         assert rc == 0, out[-4000:]
         assert 'PLANNING AGAIN' not in out
         assert not (dropin / '99-nvidia.toml').exists()
-        lock = json.loads((state / 'maintenance-lock.json').read_text())
-        assert not lock['spec'].get('holderIdentity'), lock
+        # Nobody holds the lock after the run (the plan, outside a cluster, needed none: the file is as it was).
+        assert 'holderIdentity' not in (state / 'maintenance-lock.json').read_text()
 
 
 def test_a_plan_that_fails_under_the_lock_releases_it(tmp_path, cluster):
