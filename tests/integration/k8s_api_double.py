@@ -20,6 +20,7 @@ Every request is kept (method, path, body) so the tests can assert what was aske
 Status bodies follow the API conventions (metav1.Status).
 """
 import copy
+import datetime
 import os
 import sys
 from urllib.parse import parse_qs, unquote, urlparse
@@ -97,6 +98,19 @@ class ApiDouble(LocalServer):
         """A write carrying a resourceVersion other than the stored one (the API server's 409 Conflict)."""
         wanted = ((body or {}).get('metadata') or {}).get('resourceVersion')
         return wanted is not None and str(wanted) != str((stored.get('metadata') or {}).get('resourceVersion'))
+
+    def hold_lease(self, namespace, name, holder, duration=600):
+        """A Lease held by another run (``holder``), renewed now: live for ``duration`` seconds."""
+        now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
+        self.leases[(namespace, name)] = self._bump({
+            'apiVersion': 'coordination.k8s.io/v1', 'kind': 'Lease', 'metadata': {'name': name, 'namespace': namespace},
+            'spec': {'holderIdentity': holder, 'leaseDurationSeconds': duration, 'renewTime': now, 'acquireTime': now}})
+
+    def release_lease(self, namespace, name):
+        """That run releases it (holderIdentity emptied, a new resourceVersion), as maintenance_lock does."""
+        lease = self.leases[(namespace, name)]
+        lease['spec'].pop('holderIdentity', None)
+        self._bump(lease)
 
     def add_pod(self, pod):
         self.pods[(pod['metadata']['namespace'], pod['metadata']['name'])] = copy.deepcopy(pod)

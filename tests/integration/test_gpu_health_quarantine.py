@@ -13,7 +13,6 @@ server does: a write carrying a stale resourceVersion gets 409 Conflict, Leases 
 playbook, the role, baremetal.gpu.gpu_health, the maintenance engine's lock (roles/upgrade, maintenance_lock) and
 kubernetes.core's k8s_info and k8s (JSON merge patch).
 """
-import datetime
 import json
 import os
 import re
@@ -425,12 +424,7 @@ def test_a_node_read_while_another_run_changed_it_is_judged_again_under_the_lock
     lock now, reads the GPUs again, finds them healthy, and taints nothing (it used to taint the node for the reading
     taken in the middle of the other run's change)."""
     add_node(cluster, 'n-gpu-a')
-    other = 'upgrade-run@ctl-a@2026-11-29T09:00:00.000000Z'
-    now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
-    cluster.leases[LEASE] = cluster._bump({
-        'apiVersion': 'coordination.k8s.io/v1', 'kind': 'Lease',
-        'metadata': {'name': LEASE[1], 'namespace': LEASE[0]},
-        'spec': {'holderIdentity': other, 'leaseDurationSeconds': 600, 'renewTime': now, 'acquireTime': now}})
+    cluster.hold_lease(*LEASE, holder='upgrade-run@ctl-a@2026-11-29T09:00:00.000000Z')
     proc = start(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=quarantine',
                  '-e', 'node_maintenance_lock_timeout=120')
     seen = []
@@ -443,9 +437,7 @@ def test_a_node_read_while_another_run_changed_it_is_judged_again_under_the_lock
     time.sleep(3)
     # The other run's change ends: the node is healthy, the lock released.
     (tmp_path / 'gpu-a.xml').write_text((tmp_path / 'gpu-a-well.xml').read_text())
-    lease = cluster.leases[LEASE]
-    lease['spec'].pop('holderIdentity')
-    cluster.leases[LEASE] = cluster._bump(lease)
+    cluster.release_lease(*LEASE)
     out, _err = proc.communicate(timeout=300)
     out = ''.join(seen) + out
     assert proc.returncode == 0, out[-4000:]

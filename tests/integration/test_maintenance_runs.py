@@ -13,7 +13,6 @@ each host). roles/upgrade's entry points run for real through baremetal.gpu.main
   cordoned with its reason, run and time, the later batch is not started, and the lock is released.
 """
 import copy
-import datetime
 import json
 import subprocess
 import time
@@ -482,12 +481,7 @@ def test_a_plan_that_fails_under_the_lock_releases_it(tmp_path, cluster):
     dropin = tmp_path / 'conf.d'
     dropin.mkdir()
     (dropin / '99-nvidia.toml').write_text('# baremetal.gpu container_toolkit\n')
-    # Another run's live lock.
-    now = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.%fZ')
-    cluster.leases[LEASE] = cluster._bump({
-        'apiVersion': 'coordination.k8s.io/v1', 'kind': 'Lease', 'metadata': {'name': LEASE[1], 'namespace': LEASE[0]},
-        'spec': {'holderIdentity': 'other-run@ctl-a@' + now, 'leaseDurationSeconds': 600, 'renewTime': now,
-                 'acquireTime': now}})
+    cluster.hold_lease(*LEASE, holder='other-run@ctl-a@2026-11-29T09:00:00.000000Z')   # another run's live lock
     second = start(tmp_path, 'second', cluster, ['gpu-a'], ROLLOUT_PLAY, {
         'container_toolkit_containerd_dropin_dir': str(dropin), 'node_maintenance_lock_timeout': 120,
         'node_maintenance_max_unavailable': 1})
@@ -495,9 +489,7 @@ def test_a_plan_that_fails_under_the_lock_releases_it(tmp_path, cluster):
     time.sleep(2)
     cluster.nodes['n-gpu-z']['spec']['unschedulable'] = True
     cluster._bump(cluster.nodes['n-gpu-z'])
-    lease = cluster.leases[LEASE]
-    lease['spec'].pop('holderIdentity')
-    cluster.leases[LEASE] = cluster._bump(lease)
+    cluster.release_lease(*LEASE)
     rc, out = finish(second)
     assert rc != 0, out[-4000:]
     assert 'PLANNING AGAIN under the lock' in out, out[-4000:]
