@@ -24,6 +24,8 @@ PLAY = """---
 - name: Day-1 host rollout, cluster steps
   hosts: gpu-a
   gather_facts: false
+  vars:
+    node_maintenance_rollout_kind: host_rollout
   tasks:
 %s
 """
@@ -39,12 +41,14 @@ DISRUPTIVE = {'in_cluster': True, 'why': 'rke2-agent is enabled', 'role': 'agent
 
 ACCEPT = 'baremetal.gpu/gpu-acceptance'
 ACCEPT_REASON = 'a new node: its GPUs are checked before its first uncordon (gpu_health_accept_new_nodes)'
-# gpu_nodes.yml's batched block, cut to the steps around the host layer: enter, gpu_health's acceptance, leave, and
-# the rescue.
+# The rollout's batched block (playbooks/rollout.yml) with day 1's acceptance, cut to the steps around the host
+# layer: enter, gpu_health's acceptance, leave, and the rescue.
 ACCEPT_PLAY = """---
 - name: Day-1 host rollout of a new node, with its GPU acceptance
   hosts: gpu-a
   gather_facts: false
+  vars:
+    node_maintenance_rollout_kind: host_rollout
   tasks:
     - name: Enter, accept, leave
       block:

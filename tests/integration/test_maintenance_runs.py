@@ -14,12 +14,13 @@ each host). roles/upgrade's entry points run for real through baremetal.gpu.main
 """
 import copy
 import json
+import os
 import subprocess
 import time
 
 import yaml
 
-from conftest import ansible_env, cluster_play, pod, real_node
+from conftest import ROOT, ansible_env, cluster_play, pod, real_node
 
 NORI = real_node()
 STATE = 'baremetal.gpu/driver-upgrade'
@@ -183,15 +184,16 @@ def start(tmp_path, name, cluster, hosts, play, extra=None, api=True):
     work = tmp_path / name
     work.mkdir()
     inventory = {'all': {
-        'hosts': dict((h, {'ansible_connection': 'local', 'baremetal_gpu_node_name': 'n-' + h}) for h in hosts),
-        'children': {'maint': {'hosts': dict((h, {}) for h in hosts)}}}}
+        'hosts': dict((h, {'ansible_connection': 'local', 'ansible_become': False, 'baremetal_gpu_node_name': 'n-' + h})
+                      for h in hosts),
+        'children': {'maint': {'hosts': dict((h, {}) for h in hosts)}, 'gpu_nodes': {'hosts': dict((h, {}) for h in hosts)}}}}
     if api:
         inventory['all']['children']['baremetal_gpu_cluster_api'] = {
-            'hosts': {'localhost': {'ansible_connection': 'local'}}}
+            'hosts': {'localhost': {'ansible_connection': 'local', 'ansible_become': False}}}
     variables = {'upgrade_driver_branch': '595', 'cluster_kubeconfig': cluster.kubeconfig,
                  'node_maintenance_capacity_timeout': 5, 'node_maintenance_node_ready_timeout': 10, 'node_maintenance_gpu_pod_deletion_timeout': 10,
                  'node_maintenance_state_dir': str(work / 'state'), 'node_maintenance_lock_timeout': 30, 'node_maintenance_lock_lease_duration': 600,
-                 'upgrade_plan': plan(hosts, [len(hosts)], len(hosts))}
+                 'node_maintenance_upgrade_plan': plan(hosts, [len(hosts)], len(hosts))}
     if not api:
         del variables['cluster_kubeconfig']     # no cluster: as an inventory without one
     variables.update(extra or {})
@@ -279,7 +281,7 @@ def test_a_killed_runs_lock_is_taken_over_and_its_node_counts_against_the_budget
     time.sleep(4.5)
     # The next run (node_maintenance_max_unavailable 1) takes the expired lock over with a warning; its gate counts the node the
     # killed run left out of service, so its own node is deferred, not cordoned.
-    second = start(tmp_path, 'second', cluster, ['gpu-b'], LOCK_PLAY, {'upgrade_plan': plan(['gpu-b'], [1], 1)})
+    second = start(tmp_path, 'second', cluster, ['gpu-b'], LOCK_PLAY, {'node_maintenance_upgrade_plan': plan(['gpu-b'], [1], 1)})
     rc, out = finish(second)
     # A run that deferred a host ends failed, naming it, with its lock released.
     assert rc != 0, out[-4000:]
@@ -295,7 +297,7 @@ def test_a_killed_runs_lock_is_taken_over_and_its_node_counts_against_the_budget
 def test_a_failed_node_stops_the_rollout_after_its_batch_finished(tmp_path, cluster):
     for host in HOSTS:
         cluster.add_node(node_named('n-' + host))
-    run = start(tmp_path, 'batches', cluster, HOSTS, BATCH_PLAY, {'upgrade_plan': plan(HOSTS, [3, 1], 4)})
+    run = start(tmp_path, 'batches', cluster, HOSTS, BATCH_PLAY, {'node_maintenance_upgrade_plan': plan(HOSTS, [3, 1], 4)})
     rc, out = finish(run)
     assert rc != 0, out[-4000:]
     nodes = cluster.nodes
@@ -346,9 +348,7 @@ UNINSTALL_PLAY = """---
   hosts: maint
   gather_facts: false
   vars:
-    __node_maintenance_plan_fact: node_maintenance_uninstall_plan
-    __node_maintenance_host_rollout_plan_fact: node_maintenance_uninstall_plan
-    __node_maintenance_host_rollout_label_name: baremetal.gpu/uninstall
+    node_maintenance_rollout_kind: uninstall
   tasks:
     - name: Step {{ item }}
       ansible.builtin.include_role:
@@ -358,63 +358,16 @@ UNINSTALL_PLAY = """---
 """
 
 
+# The real rollout (playbooks/rollout.yml) of the uninstall, its change replaced by a stub that takes the containerd
+# drop-in off (rollout_changes/uninstall_stub.yml; with release_file, it first waits for the test).
 ROLLOUT_PLAY = """---
-- name: The uninstall's plan play (playbooks/uninstall.yml)
-  hosts: maint
-  gather_facts: true
-  gather_subset: [min]
-  tasks:
-    - name: Read every node, plan, take the lock, plan again under it when needed
-      ansible.builtin.include_role:
-        name: baremetal.gpu.node_maintenance
-        tasks_from: rollout_plan
-      vars:
-        node_maintenance_rollout_kind: uninstall
-
-- name: The uninstall's batched play, the host part replaced by a stub that takes the drop-in off
-  hosts: baremetal_gpu_uninstall
-  gather_facts: false
-  serial: "{{ hostvars['localhost']['node_maintenance_uninstall_plan']['serial'] }}"
-  max_fail_percentage: 0
+- name: The uninstall's rollout, the host part replaced by a stub
+  ansible.builtin.import_playbook: %s
   vars:
-    __node_maintenance_plan_fact: node_maintenance_uninstall_plan
-    __node_maintenance_host_rollout_plan_fact: node_maintenance_uninstall_plan
-    __node_maintenance_host_rollout_label_name: baremetal.gpu/uninstall
-  pre_tasks:
-    - name: Batch
-      ansible.builtin.include_role:
-        name: baremetal.gpu.node_maintenance
-        tasks_from: batch
-  tasks:
-    - name: Enter
-      ansible.builtin.include_role:
-        name: baremetal.gpu.node_maintenance
-        tasks_from: enter
-    - name: Hold the batch until the test says so
-      ansible.builtin.wait_for:
-        path: "{{ release_file }}"
-        timeout: 60
-      when: release_file is defined
-    - name: The change (stub)
-      ansible.builtin.file:
-        path: "{{ container_toolkit_containerd_dropin_dir }}/99-nvidia.toml"
-        state: absent
-    - name: Leave
-      ansible.builtin.include_role:
-        name: baremetal.gpu.node_maintenance
-        tasks_from: leave
-
-- name: Release
-  hosts: baremetal_gpu_uninstall
-  gather_facts: false
-  vars:
-    __node_maintenance_plan_fact: node_maintenance_uninstall_plan
-  tasks:
-    - name: Release the lock
-      ansible.builtin.include_role:
-        name: baremetal.gpu.node_maintenance
-        tasks_from: unlock
-"""
+    node_maintenance_rollout_kind: uninstall
+    node_maintenance_rollout_change: %s
+""" % (os.path.join(ROOT, 'playbooks', 'rollout.yml'),
+       os.path.join(os.path.dirname(os.path.abspath(__file__)), 'rollout_changes', 'uninstall_stub.yml'))
 
 
 def test_two_runs_started_together_the_second_plans_again_and_enters_nothing_the_first_finished(tmp_path, cluster):

@@ -263,18 +263,63 @@ def unreachable_role_tags(playbook_tasks, where):
     return found
 
 
-def test_every_role_tag_is_reachable_through_the_playbooks():
+def playbook_task_lists(path):
+    """(where, tasks) for every task list a playbook runs: its plays' pre_tasks, tasks and post_tasks, those of the
+    playbooks it imports, and the change a rollout is imported with (node_maintenance_rollout_change, a tasks file
+    beside playbooks/rollout.yml); ('where', {'role': name}) for each role a play applies with ``roles:``."""
     import yaml   # ansible-core's own requirement
+    with open(path, encoding='utf-8') as handle:
+        plays = yaml.safe_load(handle) or []
+    where = os.path.relpath(path, ROOT)
+    for play in plays:
+        imported = play.get('ansible.builtin.import_playbook')
+        if imported:
+            yield from playbook_task_lists(os.path.join(os.path.dirname(path), imported))
+            change = (play.get('vars') or {}).get('node_maintenance_rollout_change')
+            if change:
+                change_path = os.path.join(os.path.dirname(path), change)
+                with open(change_path, encoding='utf-8') as handle:
+                    yield os.path.relpath(change_path, ROOT), yaml.safe_load(handle)
+            continue
+        for key in ('pre_tasks', 'tasks', 'post_tasks'):
+            yield where, play.get(key)
+        for entry in play.get('roles') or []:
+            yield where, {'role': entry['role'] if isinstance(entry, dict) else entry}
+
+
+def applied_roles(path):
+    """The roles a playbook applies with every tag of theirs reachable: through ``roles:`` or import_role of their
+    main entry point (their tasks keep their own tags)."""
+    found = set()
+    for _where, tasks in playbook_task_lists(path):
+        if isinstance(tasks, dict):
+            found.add(tasks['role'].split('.')[-1])
+            continue
+        for task in tasks_in(tasks):
+            imported = task.get('ansible.builtin.import_role')
+            if isinstance(imported, dict) and not imported.get('tasks_from'):
+                found.add(imported['name'].split('.')[-1])
+    return found
+
+
+def test_every_role_tag_is_reachable_through_the_playbooks():
+    """An include_role of a role's main entry point hides the role's own tags unless it carries them all: each such
+    include must (``--tags <tag>`` would run nothing of the role otherwise; import_role and ``roles:`` keep them)."""
     found = []
     for name in sorted(os.listdir(os.path.join(ROOT, 'playbooks'))):
-        if not name.endswith('.yml'):
-            continue
-        with open(os.path.join(ROOT, 'playbooks', name), encoding='utf-8') as handle:
-            plays = yaml.safe_load(handle) or []
-        for play in plays:
-            for key in ('pre_tasks', 'tasks', 'post_tasks'):
-                found += unreachable_role_tags(play.get(key), name)
-    assert found == [], 'role tags that --tags cannot reach through the playbooks:\n' + '\n'.join(found)
+        if name.endswith('.yml'):
+            for where, tasks in playbook_task_lists(os.path.join(ROOT, 'playbooks', name)):
+                if not isinstance(tasks, dict):
+                    found += unreachable_role_tags(tasks, where)
+    assert found == [], 'role tags that --tags cannot reach through the playbooks:\n' + '\n'.join(sorted(set(found)))
+
+
+def test_site_applies_the_host_layer_with_every_tag_of_its_roles():
+    """site.yml reaches the host layer's roles (through gpu_nodes.yml's rollout and its change, tasks/host_layer.yml)
+    so that each of their tags selects their tasks: the slices of the README (--tags nvidia_driver_kernels, ...)."""
+    applied = applied_roles(os.path.join(ROOT, 'playbooks', 'site.yml'))
+    missing = {'nvidia_driver', 'container_toolkit', 'rke2_nvidia_runtime'} - applied
+    assert not missing, 'not applied by site.yml with their tags: %s' % sorted(missing)
 
 
 # A node lost in its change (a reboot it never came back from, a network gone) must reach its rescue: without
