@@ -357,3 +357,57 @@ def test_every_change_block_of_a_batched_play_keeps_a_lost_node_in_the_play():
     for where, tasks in role_task_files():
         found += change_blocks_that_drop_a_lost_node(tasks, 'roles/' + where)
     assert found == [], 'change blocks with a rescue but no ignore_unreachable:\n' + '\n'.join(found)
+
+
+# The private names (`__<role>_...`) one role uses of another, today: each is a parameter or fact of the other role's
+# that is not yet named as its interface. The list may only shrink: a new cross-role use fails the test below, and so
+# does an entry no role uses any more (take it off the list).
+CROSS_ROLE_PRIVATE_NAMES = {
+    ('container_toolkit', '__host_common_restart_show'),
+    ('dcgm_exporter', '__cluster_addons_prerequisites'),
+    ('dcgm_exporter', '__cluster_addons_render'),
+    ('dcgm_exporter', '__cluster_addons_runtime_class'),
+    ('device_plugin', '__cluster_addons_prerequisites'),
+    ('device_plugin', '__cluster_addons_render'),
+    ('gpu_health', '__node_maintenance_node_name'),
+    ('gpu_health', '__node_maintenance_plan_fact'),
+    ('host_common', '__nvidia_driver_os'),
+    ('node_maintenance', '__nvidia_driver_apt_info'),
+    ('node_maintenance', '__rke2_nvidia_runtime_restart_reasons'),
+    ('runtime_class', '__cluster_addons_render'),
+    ('runtime_class', '__cluster_addons_runtime_class'),
+    ('upgrade', '__node_maintenance_api_host'),
+    ('upgrade', '__node_maintenance_enter_reason'),
+    ('upgrade', '__node_maintenance_lost'),
+    ('upgrade', '__node_maintenance_mapping_in_cluster'),
+    ('upgrade', '__node_maintenance_mapping_node'),
+    ('upgrade', '__node_maintenance_node_addresses'),
+    ('upgrade', '__node_maintenance_node_names'),
+    ('upgrade', '__node_maintenance_reason'),
+    ('upgrade', '__node_maintenance_running_services'),
+    ('upgrade', '__node_maintenance_state_label'),
+}
+
+
+def cross_role_private_names():
+    """(role, name) for each private name of another role (``__<other role>_...``) in a role's files (not its README)."""
+    roles = sorted(os.listdir(os.path.join(ROOT, 'roles')))
+    pattern = re.compile(r'\b__(%s)_[a-z0-9_]+' % '|'.join(sorted(roles, key=len, reverse=True)))
+    found = set()
+    for role in roles:
+        for folder, _dirs, files in os.walk(os.path.join(ROOT, 'roles', role)):
+            for name in files:
+                if name.endswith('.md'):
+                    continue
+                with open(os.path.join(folder, name), encoding='utf-8', errors='replace') as handle:
+                    found.update((role, m.group(0)) for m in pattern.finditer(handle.read()) if m.group(1) != role)
+    return found
+
+
+def test_no_new_use_of_another_roles_private_names():
+    found = cross_role_private_names()
+    new = sorted(found - CROSS_ROLE_PRIVATE_NAMES)
+    gone = sorted(CROSS_ROLE_PRIVATE_NAMES - found)
+    assert not new, ('a role uses private names of another role (name them as that role\'s interface, without the '
+                     'leading __, and document them in its argument_specs):\n%s' % '\n'.join('%s: %s' % n for n in new))
+    assert not gone, 'no longer used, take them off CROSS_ROLE_PRIVATE_NAMES:\n%s' % '\n'.join('%s: %s' % n for n in gone)
