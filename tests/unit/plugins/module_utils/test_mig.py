@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""MIG layouts (plugins/module_utils/mig.py) against mig-parted's real config files (tests/fixtures/mig-parted,
+copied from NVIDIA/mig-parted v0.15.0; SOURCE.md there)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.baremetal.gpu.plugins.module_utils import mig
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'mig-parted')
+FILES = ['examples__config.yaml', 'examples__dgx-station-80gb-config.yaml', 'deployments__systemd__config-default.yaml']
+
+
+def load(name):
+    with open(os.path.join(FIXTURES, name), encoding='utf-8') as handle:
+        return yaml.safe_load(handle)
+
+
+H100 = '0x233010DE'   # H100 80GB HBM3 (SXM5), as nvidia-smi's pci_device_id gives it
+
+
+@pytest.mark.parametrize('name', FILES)
+def test_the_real_layout_files_are_valid(name):
+    assert mig.spec_errors(load(name)) == []
+
+
+def filtered_layouts():
+    """(layout, device) for every entry of mig-parted's default configs that names its devices (device-filter)."""
+    spec = load('deployments__systemd__config-default.yaml')
+    pairs = set()
+    for name, entries in spec['mig-configs'].items():
+        for entry in entries:
+            wanted = entry.get('device-filter')
+            for device in ([wanted] if isinstance(wanted, str) else wanted or []):
+                pairs.add((name, mig.device_id(device)))
+    return spec, sorted(pairs)
+
+
+def test_every_model_of_the_table_is_one_the_default_configs_name():
+    _spec, pairs = filtered_layouts()
+    named = set(device for _name, device in pairs)
+    assert sorted(set(mig.MODELS) - named) == []
+
+
+def test_the_default_configs_fit_the_table_for_every_model_it_has():
+    """Each layout of the default configs that names its devices applies on each of those the table has (the
+    Blackwell models are not in the table yet: their layouts are refused, named, below)."""
+    spec, pairs = filtered_layouts()
+    checked = [(name, device) for name, device in pairs if device in mig.MODELS]
+    assert len(checked) >= 20
+    assert [(n, d, mig.layout_errors(spec, n, d)) for n, d in checked if mig.layout_errors(spec, n, d)] == []
+
+
+def commented_layouts():
+    """(layout, model name) for each layout of mig-parted's default configs and each GPU model the comment above it
+    names (a comment holds for the layouts below it up to the next one)."""
+    names, pairs = [], []
+    with open(os.path.join(FIXTURES, 'deployments__systemd__config-default.yaml'), encoding='utf-8') as handle:
+        for line in handle:
+            if line.startswith('  # '):
+                names = [n.strip() for n in line[4:].split(',')]
+            elif line.startswith('  ') and not line.startswith('   ') and line.rstrip().endswith(':'):
+                pairs += [(line.strip()[:-1], n) for n in names]
+    return pairs
+
+
+def test_the_default_configs_fit_the_table_for_the_models_their_comments_name():
+    """The layouts of the default configs without device filters name their GPU models in comments only: each one
+    applies on a GPU of each model of the table its comment names."""
+    spec = load('deployments__systemd__config-default.yaml')
+    devices = {}
+    for device, model in sorted(mig.MODELS.items()):
+        for name in model['name'].split(', '):
+            devices.setdefault(name, device)
+    checked = [(layout_name, devices[name]) for layout_name, name in commented_layouts() if name in devices]
+    assert len(checked) >= 40
+    assert [(n, d, mig.layout_errors(spec, n, d)) for n, d in checked if mig.layout_errors(spec, n, d)] == []
+
+
+def test_a_model_not_in_the_table_is_refused_with_its_device_id():
+    spec, _pairs = filtered_layouts()
+    assert mig.layout_errors(spec, 'all-balanced', '0x290110DE') == [   # B200
+        'layout all-balanced: the GPU with PCI device ID 0x290110DE is not in the MIG table '
+        '(plugins/module_utils/mig.py MODELS)']
+    # A layout that keeps MIG off needs no table.
+    assert mig.layout_errors(spec, 'all-disabled', '0x1EB810DE') == []   # Tesla T4
+
+
+def layout(profiles):
+    return {'version': 'v1', 'mig-configs': {'pool': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': profiles}]}}
+
+
+@pytest.mark.parametrize('profiles, device, message', [
+    ({'1g.18gb': 7}, H100, 'layout pool: 1g.18gb is not a MIG profile of 0x233010DE'),
+    ({'1g.10gb': 8}, H100, 'layout pool: 8 x 1g.10gb, at most 7 on H100-80GB'),
+    # 3 + 3 + 1 compute slices fit the 7, but 4 + 4 + 1 memory slices do not fit the 8.
+    ({'3g.40gb': 2, '1g.10gb': 1}, H100, 'the instances need 7 compute and 9 memory slices; H100-80GB, H800-80GB, '
+                                         'A100-80GB, A800-80GB has 7 and 8'),
+    ({'4g.24gb': 1, '1g.6gb': 1}, '0x20B710DE', 'the instances need 5 compute and 5 memory slices; A30-24GB has 4 and 4'),
+])
+def test_a_layout_the_model_cannot_hold_is_refused(profiles, device, message):
+    errors = mig.layout_errors(layout(profiles), 'pool', device)
+    assert errors and message in errors[0], errors
+
+
+def test_a_layout_the_model_holds_passes():
+    assert mig.layout_errors(layout({'1g.10gb': 2, '2g.20gb': 1, '3g.40gb': 1}), 'pool', H100) == []
+    assert mig.layout_errors(layout({'1g.18gb': 7}), 'pool', '0x233510DE') == []   # H200
+    assert mig.layout_errors(layout({}), 'pool', H100) == []                       # MIG on, no instance
+    assert mig.layout_errors(layout({'1g.10gb': 7}), 'other', H100) == [
+        "no layout 'other' in the layout file (it has: pool)"]
+
+
+@pytest.mark.parametrize('spec, message', [
+    ({'version': 'v2', 'mig-configs': {'a': [{'devices': 'all', 'mig-enabled': False}]}}, 'version is v1'),
+    ({'version': 'v1'}, 'mig-configs needs at least one layout'),
+    ({'version': 'v1', 'mig-configs': {'a': []}}, 'mig-configs.a needs at least one entry'),
+    ({'version': 'v1', 'mig-configs': {'a': [{'mig-enabled': False}]}}, 'mig-configs.a[0]: missing required field devices'),
+    ({'version': 'v1', 'mig-configs': {'a': [{'devices': 'some', 'mig-enabled': False}]}},
+     'devices is "all" or a list of GPU indexes'),
+    ({'version': 'v1', 'mig-configs': {'a': [{'devices': 'all', 'mig-enabled': True}]}},
+     'mig-devices is required when mig-enabled is true'),
+    ({'version': 'v1', 'mig-configs': {'a': [{'devices': 'all', 'mig-enabled': False, 'mig-devices': {'1g.10gb': 1}}]}},
+     'MIG devices given while mig-enabled is false'),
+    ({'version': 'v1', 'mig-configs': {'a': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g10gb': 1}}]}},
+     "'1g10gb' is no MIG profile"),
+    ({'version': 'v1', 'mig-configs': {'a': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.10gb': 0}}]}},
+     'every count in mig-devices is 0'),
+    ({'version': 'v1', 'mig-configs': {'a': [{'devices': 'all', 'mig-enabled': 'yes', 'mig-devices': {}}]}},
+     'mig-enabled is true or false'),
+    ({'version': 'v1', 'mig-configs': {'a': [{'devices': [0], 'device-filter': 'H100', 'mig-enabled': False}]}},
+     'device-filter is a PCI device ID'),
+    ({'version': 'v1', 'mig-configs': {'a': [{'devices': 'all', 'mig-enabled': False, 'gpus': 2}]}},
+     'unexpected field gpus'),
+])
+def test_what_mig_parted_refuses_is_refused(spec, message):
+    errors = mig.spec_errors(spec)
+    assert any(message in e for e in errors), errors
+
+
+def test_device_ids_from_nvidia_smi_and_lspci():
+    assert mig.device_id('0x233010DE') == H100
+    assert mig.device_id('0x233010de') == H100
+    assert mig.device_id('10de:2330') == H100
+    assert mig.device_id('N/A') == ''
