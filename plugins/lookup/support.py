@@ -37,6 +37,8 @@ description:
     C(chart): whether it installs a Helm chart), each with C(enabled), the value of its switch variable (true unless
     set; a string such as C(false) given with C(-e) is read as a boolean): C(playbooks/cluster_addons.yml) installs
     the enabled ones in this order, the uninstall takes them off in reverse."
+  - V(gpu_holder_services), the host services that keep a GPU open, which a driver change and a GPU reset stop first
+    and start again after (the defaults of C(upgrade_stop_services) and C(gpu_health_reset_stop_services)).
   - V(toolkit_record), the file where container_toolkit records the toolkit packages it installed (before installing
     them), read by its uninstall and the uninstall's plan, which purge only those.
 author:
@@ -48,7 +50,7 @@ options:
     type: list
     elements: str
     choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support, dcgm_exporter,
-              node_name, node_names, toolkit_packages, toolkit_record, cluster_components]
+              node_name, node_names, toolkit_packages, toolkit_record, cluster_components, gpu_holder_services]
 seealso:
   - plugin: baremetal.gpu.driver_branch_status
     plugin_type: filter
@@ -130,6 +132,7 @@ DATA = {
     'node_names': _node_names,
     'toolkit_packages': lambda variables, templar: list(support.TOOLKIT_PACKAGES),
     'toolkit_record': lambda variables, templar: support.TOOLKIT_RECORD,
+    'gpu_holder_services': lambda variables, templar: list(support.GPU_HOLDER_SERVICES),
     'cluster_components': _cluster_components,
 }
 

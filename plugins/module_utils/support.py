@@ -35,6 +35,10 @@ RUNTIME_CLASS_VARIABLE = 'baremetal_gpu_runtime_class_name'
 # installed to tell whether taking the toolkit off disrupts the node).
 TOOLKIT_PACKAGES = ('nvidia-container-toolkit', 'nvidia-container-toolkit-base', 'libnvidia-container-tools',
                     'libnvidia-container1')
+# The host services that keep a GPU open (DCGM's host engine under either unit name, the persistence daemon, Fabric
+# Manager): a driver change (roles/upgrade) and a GPU reset (gpu_health's remediation) stop those that run first and
+# start them again after; nvidia-smi -r refuses a GPU one of them holds.
+GPU_HOLDER_SERVICES = ('nvidia-dcgm', 'dcgm', 'nvidia-persistenced', 'nvidia-fabricmanager')
 # Where container_toolkit records the toolkit packages it installed (before installing them); its uninstall and the
 # uninstall plan purge only those.
 TOOLKIT_RECORD = '/var/lib/baremetal-gpu/container_toolkit/installed.json'

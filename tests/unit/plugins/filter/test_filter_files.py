@@ -34,6 +34,7 @@ HOMES = {
     'runtime': ('containerd_dump_problems', 'containerd_file_version', 'containerd_reads_cdi',
                 'containerd_runtime_binary', 'docker_cdi', 'files_by_marker', 'runtime_version',
                 'service_restart_reason', 'systemd_not_enabled', 'systemd_timestamp'),
+    'services': ('running_services',),
     'support': ('driver_branch_status', 'gpu_generation', 'kernel_module_flavour', 'preflight_findings'),
     'uninstall': ('apt_history_installed', 'containerd_config_restore', 'dkms_builds_to_remove',
                   'docker_daemon_restore', 'toolkit_packages_to_purge'),

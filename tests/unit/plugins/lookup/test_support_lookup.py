@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""lookup baremetal.gpu.support, term cluster_components: the switches as the inventory or -e gives them."""
+"""lookup baremetal.gpu.support: term cluster_components (the switches as the inventory or -e gives them) and
+gpu_holder_services (the one list the upgrade and the GPU reset stop)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,11 +16,11 @@ from ansible_collections.baremetal.gpu.plugins.lookup.support import LookupModul
 from ansible_collections.baremetal.gpu.plugins.module_utils.support import CLUSTER_COMPONENTS
 
 
-def run(variables):
+def run(variables, term='cluster_components'):
     lookup = LookupModule(loader=DataLoader(), templar=Templar(loader=DataLoader()))
     # The name the plugin loader would give it (ansible-core 2.17's set_options reads it).
     lookup._load_name = 'baremetal.gpu.support'
-    return lookup.run(['cluster_components'], variables=variables)
+    return lookup.run([term], variables=variables)
 
 
 def test_every_component_is_on_unless_switched_off():
@@ -37,3 +38,7 @@ def test_a_switch_given_as_a_string_is_read_as_a_boolean(value):
 def test_a_switch_that_is_no_boolean_is_refused_naming_it():
     with pytest.raises(AnsibleLookupError, match='cluster_addons_device_plugin_enabled must be a boolean'):
         run({'cluster_addons_device_plugin_enabled': 'maybe'})
+
+
+def test_the_gpu_holder_services_are_one_list():
+    assert run({}, 'gpu_holder_services') == ['nvidia-dcgm', 'dcgm', 'nvidia-persistenced', 'nvidia-fabricmanager']
