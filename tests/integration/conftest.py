@@ -137,13 +137,23 @@ H100 = os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', 'device__h100-8
 T4 = os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', 'telegraf__tesla_t4.xml')
 
 
-def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100, lost_on_reset=False, hang_on_reset=False):
+# A process on a GPU as nvidia-smi -q -x lists it (the <process_info> of tests/fixtures/nvidia-smi-xml/telegraf__a10g.xml,
+# a compute process here).
+PROCESS_INFO = ('<processes>\n\t\t\t<process_info>\n\t\t\t\t<gpu_instance_id>N/A</gpu_instance_id>\n'
+                '\t\t\t\t<compute_instance_id>N/A</compute_instance_id>\n\t\t\t\t<pid>725</pid>\n\t\t\t\t<type>C</type>\n'
+                '\t\t\t\t<process_name>python3</process_name>\n\t\t\t\t<used_memory>22 MiB</used_memory>\n'
+                '\t\t\t</process_info>\n\t\t</processes>')
+
+
+def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100, lost_on_reset=False, hang_on_reset=False,
+             held_first_read=False):
     """TEST ONLY. A stand-in nvidia-smi for ``host`` (written into ``tmp_path``) that prints a real capture (the
-    H100's by default), changed to a pending row remap (the T4's: a pending page retirement) unless ``healthy``. ``nvidia-smi -r -i N`` is logged in
-    <host>.resets; afterwards the unchanged capture is printed when ``reset_helps``. With ``lost_on_reset`` the reset
-    also loses the host (<host>.lost: the lossy_local connection of connection_plugins/ makes it unreachable from
-    then on). With ``hang_on_reset`` the reset never returns (it sleeps, as a reset stuck in the driver does).
-    Returns its path."""
+    H100's by default), changed to a pending row remap (the T4's: a pending page retirement) unless ``healthy``.
+    ``nvidia-smi -r -i N`` is logged in <host>.resets; afterwards the unchanged capture is printed when
+    ``reset_helps``. With ``lost_on_reset`` the reset also loses the host (<host>.lost: the lossy_local connection of
+    connection_plugins/ makes it unreachable from then on). With ``hang_on_reset`` the reset never returns (it
+    sleeps, as a reset stuck in the driver does). With ``held_first_read`` its first reading lists a process on the
+    GPU (a pod's, which a drain ends), the later ones none. Returns its path."""
     with open(capture, encoding='utf-8') as handle:
         well = handle.read()
     if capture == H100:
@@ -151,15 +161,22 @@ def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100, lost_on_r
     else:
         old, new = '<pending_retirement>No</pending_retirement>', '<pending_retirement>Yes</pending_retirement>'
     assert old in well
+    now = well if healthy else well.replace(old, new)
     (tmp_path / ('%s-well.xml' % host)).write_text(well)
-    (tmp_path / ('%s.xml' % host)).write_text(well if healthy else well.replace(old, new))
+    (tmp_path / ('%s.xml' % host)).write_text(now)
     base = tmp_path / host
+    held = ''
+    if held_first_read:
+        assert '<processes>\n\t\t</processes>' in now
+        (tmp_path / ('%s-held.xml' % host)).write_text(now.replace('<processes>\n\t\t</processes>', PROCESS_INFO, 1))
+        held = 'if [ ! -e %(b)s.read ]; then touch %(b)s.read; cat %(b)s-held.xml; exit 0; fi\n' % {'b': base}
     path = tmp_path / ('nvidia-smi-%s' % host)
     path.write_text('#!/bin/sh\n# TEST ONLY: a stand-in nvidia-smi printing a real capture\n'
                     'if [ "$1" = -r ]; then echo "$@" >> %(b)s.resets; %(lose)s%(hang)secho "GPU reset"; exit 0; fi\n'
+                    '%(held)s'
                     'if [ -e %(b)s.resets ] && [ %(helps)s = yes ]; then cat %(b)s-well.xml; else cat %(b)s.xml; fi\n'
                     % {'b': base, 'helps': 'yes' if reset_helps else 'no', 'lose': ('touch %s.lost; ' % base) if lost_on_reset else '',
-                       'hang': 'exec sleep 300; ' if hang_on_reset else ''})
+                       'hang': 'exec sleep 300; ' if hang_on_reset else '', 'held': held})
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path)
 

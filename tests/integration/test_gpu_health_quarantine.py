@@ -374,6 +374,22 @@ def test_remediate_reboots_only_when_allowed_and_never_the_machine_running_ansib
     assert node['spec'].get('unschedulable') is True and node['metadata']['labels'][REMEDIATION] == 'failed'
 
 
+def test_a_reboot_planned_for_a_gpu_a_pod_held_becomes_a_reset_once_the_drain_freed_it(tmp_path, cluster):
+    """Reset or reboot is decided again once the node is out of service: the plan read a process on the GPU (a pod's)
+    and needed a reboot; after the cordon and the GPU pods' deletion nothing holds it, and the GPU is reset instead
+    (this machine, which runs Ansible, would have refused the reboot)."""
+    add_node(cluster, 'n-gpu-a')
+    rc, out = run(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=remediate',
+                  '-e', 'gpu_health_remediate_reboot=true', reset_helps=True, held_first_read=True)
+    assert rc == 0, out[-4000:]
+    text = out.replace('\n', ' ')
+    assert '1 process(es) hold the GPU; a reboot instead' in text, out[-4000:]
+    assert 'DECIDED AGAIN after the drain on gpu-a: reset gpu instead of reboot' in text, out[-4000:]
+    assert (tmp_path / 'gpu-a.resets').read_text().split() == ['-r', '-i', '0']
+    node = cluster.nodes['n-gpu-a']
+    assert not node['spec'].get('unschedulable') and node['metadata']['labels'][REMEDIATION] == 'done'
+
+
 def test_remediate_without_a_cluster_api_resets_nodes_outside_a_cluster(tmp_path, cluster):
     # No kubeconfig anywhere and no RKE2 on the node: no node of a cluster, nothing to cordon; the reset still runs.
     rc, out = run(tmp_path, cluster, {'gpu-a': False}, '-e', 'gpu_health_action=remediate', reset_helps=True,
