@@ -39,6 +39,14 @@ def test_no_record_is_left_upgrading_or_failed(host):
         assert json.loads(rollout.content_string)["state"] == "done"
 
 
+def test_the_gpu_service_the_killed_upgrade_stopped_runs_again(host):
+    """Every seed kills the upgrade just after it stopped the GPU holders (here the test-only unit of prepare.yml):
+    the next run reads them from the record the killed run wrote before stopping them, and starts them again."""
+    record = json.loads(host.file(STATE + "/driver-upgrade.json").content_string)
+    assert "baremetal-test-gpu-holder" in record["services"]
+    assert host.service("baremetal-test-gpu-holder").is_running
+
+
 def test_no_lock_is_still_held(host):
     # Released by the last run that held it, or (a killed run's, when the runs after it had nothing to do and so
     # took no lock) expired: no live run holds it.
