@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, baremetal.gpu maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the maintenance engine (plugins/module_utils/maintenance.py); documented in the .yml files beside."""
+"""Filters of the maintenance engine (plugins/module_utils/maintenance_*.py); documented in the .yml files beside."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,39 +12,43 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.baremetal.gpu.plugins.plugin_utils.lazy import LazyModule
 
-maintenance = LazyModule('maintenance')
+engine_nodes = LazyModule('maintenance_nodes')
+engine_mapping = LazyModule('maintenance_mapping')
+engine_reasons = LazyModule('maintenance_reasons')
+engine_lease = LazyModule('maintenance_lease')
+engine_plan = LazyModule('maintenance_plan')
 
 
 def maintenance_node(facts, api_node=None, generated_config='', runtime_binary_present=True,
                      driver_plan=None, apt=None, generated_path='config.toml', run_tags=None, skip_tags=None,
                      label=None, pending_restart=None, accept_new=False):
     if label is None:
-        label = maintenance.HOST_ROLLOUT_LABEL
+        label = engine_nodes.HOST_ROLLOUT_LABEL
     facts = dict(facts or {})
-    reboot = (maintenance.reboot_reasons(facts, driver_plan or None, apt or None)
-              if maintenance.role_runs('nvidia_driver', run_tags, skip_tags) else [])
-    restart = (maintenance.restart_reasons(generated_config, bool(runtime_binary_present), generated_path,
-                                           pending_restart or None)
-               if maintenance.role_runs('rke2_nvidia_runtime', run_tags, skip_tags) else [])
-    return maintenance.node(facts, api_node or None, reboot, restart, label, bool(accept_new))
+    reboot = (engine_reasons.reboot_reasons(facts, driver_plan or None, apt or None)
+              if engine_reasons.role_runs('nvidia_driver', run_tags, skip_tags) else [])
+    restart = (engine_reasons.restart_reasons(generated_config, bool(runtime_binary_present), generated_path,
+                                              pending_restart or None)
+               if engine_reasons.role_runs('rke2_nvidia_runtime', run_tags, skip_tags) else [])
+    return engine_reasons.node(facts, api_node or None, reboot, restart, label, bool(accept_new))
 
 
 def maintenance_upgrade_node(facts, api_node=None, status=None):
-    return maintenance.upgrade_node(dict(facts or {}), api_node or None, dict(status or {}))
+    return engine_reasons.upgrade_node(dict(facts or {}), api_node or None, dict(status or {}))
 
 
 def maintenance_uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None):
-    return maintenance.uninstall_node(dict(facts or {}), api_node or None, bool(runtime_present), list(rke2_files or []))
+    return engine_reasons.uninstall_node(dict(facts or {}), api_node or None, bool(runtime_present), list(rke2_files or []))
 
 
 def maintenance_remediate_node(facts, api_node=None, remediation=None):
-    return maintenance.remediate_node(dict(facts or {}), api_node or None, dict(remediation or {}))
+    return engine_reasons.remediate_node(dict(facts or {}), api_node or None, dict(remediation or {}))
 
 
 def maintenance_plan(hosts, batch_size, max_unavailable, nodes, cluster_nodes=None, what='changed',
                      count_all_nodes=False):
     try:
-        return maintenance.plan(batch_size, max_unavailable, list(hosts), dict(nodes or {}),
+        return engine_plan.plan(batch_size, max_unavailable, list(hosts), dict(nodes or {}),
                                 list(cluster_nodes) if cluster_nodes is not None else None, what=what,
                                 count_all_nodes=bool(count_all_nodes))
     except ValueError as exc:
@@ -52,36 +56,36 @@ def maintenance_plan(hosts, batch_size, max_unavailable, nodes, cluster_nodes=No
 
 
 def maintenance_gate(batch, host_nodes, disruptive, cluster_nodes, limit, scope=None):
-    return maintenance.batch_gate(list(batch), dict(host_nodes or {}), dict(disruptive or {}),
+    return engine_plan.batch_gate(list(batch), dict(host_nodes or {}), dict(disruptive or {}),
                                   list(cluster_nodes or []), int(limit), None if scope is None else list(scope))
 
 
 def maintenance_node_name(cluster_nodes, host, names, addresses=None):
-    return maintenance.map_node(host, list(names or []), list(addresses or []), list(cluster_nodes or []))
+    return engine_mapping.map_node(host, list(names or []), list(addresses or []), list(cluster_nodes or []))
 
 
 def maintenance_mapping_errors(hosts, in_cluster, mapped, kubeconfig_found, kubeconfig_named=False,
                                allow_without_api=False):
-    return maintenance.mapping_errors(list(hosts), dict(in_cluster or {}), dict(mapped or {}), bool(kubeconfig_found),
-                                      bool(kubeconfig_named), boolean(allow_without_api, strict=False))
+    return engine_mapping.mapping_errors(list(hosts), dict(in_cluster or {}), dict(mapped or {}), bool(kubeconfig_found),
+                                         bool(kubeconfig_named), boolean(allow_without_api, strict=False))
 
 
 def maintenance_lease(current, identity, now):
-    return maintenance.lease_decision(current or None, identity, now)
+    return engine_lease.lease_decision(current or None, identity, now)
 
 
 def maintenance_lease_object(identity, now, duration, current=None, namespace=None):
     if namespace is None:
-        namespace = maintenance.LEASE_NAMESPACE
-    return maintenance.lease_object(identity, now, duration, namespace=namespace, current=current or None)
+        namespace = engine_lease.LEASE_NAMESPACE
+    return engine_lease.lease_object(identity, now, duration, namespace=namespace, current=current or None)
 
 
 def upgrade_host_status(facts, record, target, hold=True):
-    return maintenance.host_status(facts, record, target, hold)
+    return engine_reasons.host_status(facts, record, target, hold)
 
 
 def gpu_pods(pods, selector_labels=None):
-    return maintenance.gpu_pods(pods, selector_labels)
+    return engine_nodes.gpu_pods(pods, selector_labels)
 
 
 class FilterModule(object):

@@ -559,7 +559,7 @@ def sharing_label_changes(nodes, labels, hostvars, hosts):
     inventory says; a label someone else set is never changed: a different value is refused (error), the same value
     is left as it is, unmarked. Returns {patches: [{node, host, labels, annotations}], errors, unmapped}: a patch is a
     JSON merge patch of metadata (null removes)."""
-    from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import map_node  # pylint: disable=import-outside-toplevel
+    from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance_mapping import map_node  # pylint: disable=import-outside-toplevel
     nodes = list(nodes or [])
     by_name = dict(((n.get('metadata') or {}).get('name'), n) for n in nodes)
     patches, errors, unmapped = [], [], []

@@ -22,7 +22,8 @@ import re
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import dkms as dkmslib
 from ansible_collections.baremetal.gpu.plugins.module_utils import desired_state
-from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance
+from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance_reasons import package_branch
+from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance_reasons import persistent_reasons as node_reasons
 from ansible_collections.baremetal.gpu.plugins.module_utils import support
 
 FLAVOURS = ('open', 'proprietary')
@@ -305,7 +306,7 @@ def plan(settings, os_data, facts, apt=None, today=None):
         # name carries another branch (nvidia-utils-580, libnvidia-compute-580, nvidia-firmware-580-...) goes
         # in the same transaction, whether or not a Conflicts of the new branch would have removed it.
         removable = sorted(set(removable) | set(n for n in installed_drivers
-                                                if maintenance.package_branch(n) not in ('', branch) and n not in keep))
+                                                if package_branch(n) not in ('', branch) and n not in keep))
         out['remove'] = sorted(set([p for p in removable if _installed(apt, p)] if apt is not None else [])
                                | set(n for n in installed_drivers if n in removable))
         out['remove_candidates'] = removable
@@ -340,7 +341,7 @@ NEW_MODULE_REASON = 'a new driver module was installed'
 
 def persistent_reasons(facts):
     """The reasons for a reboot that the node's state shows, those a reboot should clear (PERSISTENT_REASONS)."""
-    return maintenance.persistent_reasons(facts)
+    return node_reasons(facts)
 
 
 def reboot_record_after(reasons_after):

@@ -23,8 +23,8 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import QUARANTINE_TAINT, RUN_ANNOTATION, TIME_ANNOTATION
-from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import ours as engine_working_on
+from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance_nodes import QUARANTINE_TAINT, RUN_ANNOTATION, TIME_ANNOTATION
+from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance_nodes import ours as engine_working_on
 from ansible_collections.baremetal.gpu.plugins.module_utils.xid_catalog import (
     CATALOG_DATE,
     CATALOG_SOURCE,

@@ -20,7 +20,7 @@ import json
 import os
 import time
 
-from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import LockConflict
+from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance_lease import LockConflict
 from ansible_collections.baremetal.gpu.plugins.module_utils.node_reader import (
     ApiException,
     K8S_API_ERROR,

@@ -28,7 +28,7 @@ description:
   - With O(renew_only=true) the run must hold the lock already; a lock lost to another run fails.
   - O(state=absent) releases the lock (empties C(holderIdentity)) when this run holds it; a lock held by
     someone else is left alone.
-  - The decisions are C(lock_acquire) and C(lock_release) in C(plugins/module_utils/maintenance.py).
+  - The decisions are C(lock_acquire) and C(lock_release) in C(plugins/module_utils/maintenance_lease.py).
 author:
   - baremetal.gpu maintainers (@baremetal-gpu)
 requirements:
@@ -210,7 +210,7 @@ from ansible.module_utils.basic import missing_required_lib
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.baremetal.gpu.plugins.module_utils.lock_store import FileStore, LeaseStore
-from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import (
+from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance_lease import (
     LEASE_NAME,
     LEASE_NAMESPACE,
     TIME_FORMAT,

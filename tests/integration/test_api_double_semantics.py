@@ -1,6 +1,6 @@
 """The API double answers writes as the API server does: Lease create/get/update, 409 AlreadyExists on a
 second create, 409 Conflict on an update with a stale or missing resourceVersion, resourceVersion bumped on every
-write. The Lease bodies are written by the collection's own planner (maintenance.lease_object)."""
+write. The Lease bodies are written by the collection's own planner (maintenance_lease.lease_object)."""
 import json
 import os
 import sys
@@ -13,7 +13,8 @@ from conftest import ROOT, pod
 from k8s_api_double import ApiDouble
 
 sys.path.insert(0, os.path.join(ROOT, '.ansible', 'collections'))
-from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_lease  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_nodes  # noqa: E402  pylint: disable=wrong-import-position
 
 TOKEN = 'double-token'
 LEASES = '/apis/coordination.k8s.io/v1/namespaces/kube-system/leases'
@@ -38,25 +39,25 @@ def call(api, method, path, body=None):
 
 
 def test_lease_create_get_update_and_conflicts(api):
-    first = maintenance.lease_object('run-1@ctl@t', '2026-11-24T10:00:00.000000Z', 60)
+    first = maintenance_lease.lease_object('run-1@ctl@t', '2026-11-24T10:00:00.000000Z', 60)
     code, created = call(api, 'POST', LEASES, first)
     assert code == 201 and created['metadata']['resourceVersion']
-    code, again = call(api, 'POST', LEASES, maintenance.lease_object('run-2@ctl2@t', '2026-11-24T10:00:01.000000Z', 60))
+    code, again = call(api, 'POST', LEASES, maintenance_lease.lease_object('run-2@ctl2@t', '2026-11-24T10:00:01.000000Z', 60))
     assert code == 409 and again['reason'] == 'AlreadyExists'
-    code, read = call(api, 'GET', LEASES + '/' + maintenance.LEASE_NAME)
+    code, read = call(api, 'GET', LEASES + '/' + maintenance_lease.LEASE_NAME)
     assert code == 200 and read['spec']['holderIdentity'] == 'run-1@ctl@t'
-    renew = maintenance.lease_object('run-1@ctl@t', '2026-11-24T10:00:30.000000Z', 60, current=read)
-    code, renewed = call(api, 'PUT', LEASES + '/' + maintenance.LEASE_NAME, renew)
+    renew = maintenance_lease.lease_object('run-1@ctl@t', '2026-11-24T10:00:30.000000Z', 60, current=read)
+    code, renewed = call(api, 'PUT', LEASES + '/' + maintenance_lease.LEASE_NAME, renew)
     assert code == 200 and int(renewed['metadata']['resourceVersion']) > int(read['metadata']['resourceVersion'])
     # A second run that read the Lease before the renewal writes with a stale resourceVersion: 409 Conflict.
-    stale = maintenance.lease_object('run-2@ctl2@t', '2026-11-24T10:02:00.000000Z', 60, current=read)
-    code, refused = call(api, 'PUT', LEASES + '/' + maintenance.LEASE_NAME, stale)
+    stale = maintenance_lease.lease_object('run-2@ctl2@t', '2026-11-24T10:02:00.000000Z', 60, current=read)
+    code, refused = call(api, 'PUT', LEASES + '/' + maintenance_lease.LEASE_NAME, stale)
     assert code == 409 and refused['reason'] == 'Conflict' and 'the object has been modified' in refused['message']
     # Without a resourceVersion an update is refused too (never a blind overwrite).
-    blind = maintenance.lease_object('run-2@ctl2@t', '2026-11-24T10:02:00.000000Z', 60)
-    assert call(api, 'PUT', LEASES + '/' + maintenance.LEASE_NAME, blind)[0] == 409
+    blind = maintenance_lease.lease_object('run-2@ctl2@t', '2026-11-24T10:02:00.000000Z', 60)
+    assert call(api, 'PUT', LEASES + '/' + maintenance_lease.LEASE_NAME, blind)[0] == 409
     assert api.conflicts == 2
-    code, now = call(api, 'GET', LEASES + '/' + maintenance.LEASE_NAME)
+    code, now = call(api, 'GET', LEASES + '/' + maintenance_lease.LEASE_NAME)
     assert now['spec']['holderIdentity'] == 'run-1@ctl@t'
 
 
@@ -70,7 +71,7 @@ def test_node_patch_with_a_stale_resource_version_is_a_conflict(api):
     assert code == 409 and body['reason'] == 'Conflict'
     assert api.nodes['n1']['spec']['unschedulable'] is True
     # The budget counts the cordoned Node from the Node objects.
-    assert maintenance.unavailable(list(api.nodes.values())) == [{'name': 'n1', 'why': 'unschedulable'}]
+    assert maintenance_nodes.unavailable(list(api.nodes.values())) == [{'name': 'n1', 'why': 'unschedulable'}]
 
 
 def test_a_server_side_dry_run_changes_nothing(api):

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import lock_store
-from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance import LockConflict, lock_acquire
+from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance_lease import LockConflict, lock_acquire
 from ansible_collections.baremetal.gpu.plugins.module_utils.node_reader import ApiException, K8sConnectionError
 
 

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Day 1 in batches (plugins/module_utils/maintenance.py and the filters beside it).
+"""Day 1 in batches (plugins/module_utils/maintenance_*.py and the filters beside it).
 
 Real inputs: RKE2's generated containerd configs before and after it detected the nvidia runtime
 (tests/fixtures/rke2), apt's answer on the Ubuntu 24.04 test node (tests/fixtures/apt/ubuntu2404-policy.txt)
@@ -19,7 +19,11 @@ import re
 import pytest
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import apt as aptlib
-from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance
+from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_lease
+from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_mapping
+from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_nodes
+from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_plan
+from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_reasons
 from ansible_collections.baremetal.gpu.tests.unit.plugins.module_utils.real_node import NORI, named as api
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures')
@@ -47,8 +51,8 @@ def facts(unit='rke2-server', enabled=True, present=True, loaded='580.178.04', i
 
 
 def node(facts_, api_node=None, config='', runtime=True, plan=None, apt=None):
-    return maintenance.node(facts_, api_node, maintenance.reboot_reasons(facts_, plan, apt),
-                            maintenance.restart_reasons(config, runtime))
+    return maintenance_reasons.node(facts_, api_node, maintenance_reasons.reboot_reasons(facts_, plan, apt),
+                                    maintenance_reasons.restart_reasons(config, runtime))
 
 
 def driver_plan(install, remove=(), pins=None, ok=True):
@@ -58,11 +62,11 @@ def driver_plan(install, remove=(), pins=None, ok=True):
 # ---- what would the host layer do to a node ---------------------------------------------------------
 
 def test_generated_configs_of_rke2():
-    assert maintenance.restart_reasons(AFTER, True) == []
-    assert maintenance.restart_reasons(AFTER_V4, True) == []
-    assert maintenance.restart_reasons(BEFORE, True, '/x/config.toml') == ['the nvidia runtime is missing from /x/config.toml']
-    assert maintenance.restart_reasons('', True) == ['the nvidia runtime is missing from config.toml']
-    missing = maintenance.restart_reasons(AFTER, False)
+    assert maintenance_reasons.restart_reasons(AFTER, True) == []
+    assert maintenance_reasons.restart_reasons(AFTER_V4, True) == []
+    assert maintenance_reasons.restart_reasons(BEFORE, True, '/x/config.toml') == ['the nvidia runtime is missing from /x/config.toml']
+    assert maintenance_reasons.restart_reasons('', True) == ['the nvidia runtime is missing from config.toml']
+    missing = maintenance_reasons.restart_reasons(AFTER, False)
     assert len(missing) == 1 and 'not installed yet' in missing[0]
 
 
@@ -85,29 +89,29 @@ def test_driver_packages_to_install_mean_a_reboot():
 def test_driver_packages_to_change_or_remove_mean_a_reboot():
     policy = copy.deepcopy(POLICY)
     policy['nvidia-utils-580']['candidate'] = '580.200.01-0ubuntu0.24.04.1'
-    got = maintenance.reboot_reasons(facts(), driver_plan(['nvidia-utils-580', 'nvidia-headless-no-dkms-580-open'],
-                                                          remove=['nvidia-dkms-580']), {'packages': policy})
+    got = maintenance_reasons.reboot_reasons(facts(), driver_plan(['nvidia-utils-580', 'nvidia-headless-no-dkms-580-open'],
+                                                                  remove=['nvidia-dkms-580']), {'packages': policy})
     assert got == ['driver packages to change: nvidia-utils-580 580.178.04-0ubuntu0.24.04.1 -> 580.200.01-0ubuntu0.24.04.1',
                    'driver packages to remove: nvidia-dkms-580']
     # A pin the installed version already matches changes nothing; another one does.
     pinned = driver_plan(['nvidia-utils-580=580.178.04*'], pins={'nvidia-utils-580': '580.178.04*'})
-    assert maintenance.reboot_reasons(facts(), pinned, {'packages': policy}) == []
+    assert maintenance_reasons.reboot_reasons(facts(), pinned, {'packages': policy}) == []
     pinned = driver_plan(['nvidia-utils-580=580.159.04*'], pins={'nvidia-utils-580': '580.159.04*'})
-    assert maintenance.reboot_reasons(facts(), pinned, {'packages': policy}) == [
+    assert maintenance_reasons.reboot_reasons(facts(), pinned, {'packages': policy}) == [
         'driver packages to change: nvidia-utils-580 580.178.04-0ubuntu0.24.04.1 -> 580.159.04*']
     # A plan that refuses (ok false) predicts nothing: the role fails before any change.
-    assert maintenance.reboot_reasons(facts(), driver_plan(['nvidia-driver-580'], ok=False), {'packages': POLICY}) == []
+    assert maintenance_reasons.reboot_reasons(facts(), driver_plan(['nvidia-driver-580'], ok=False), {'packages': POLICY}) == []
 
 
 def test_a_branch_not_installed_means_a_reboot_without_apt_too():
     # RHEL family: apt is not asked; the decided branch against the installed driver still tells.
     plan = driver_plan(['nvidia-driver-595'])
     plan['branch'] = '595'
-    assert maintenance.reboot_reasons(facts(), plan, None) == [
+    assert maintenance_reasons.reboot_reasons(facts(), plan, None) == [
         'driver branch 595 is not installed yet (installed: 580)']
-    assert maintenance.reboot_reasons(facts(installed=(), loaded='', gpus=()), driver_plan(['nvidia-driver-580']), None) == [
+    assert maintenance_reasons.reboot_reasons(facts(installed=(), loaded='', gpus=()), driver_plan(['nvidia-driver-580']), None) == [
         'driver branch 580 is not installed yet (installed: none)']
-    assert maintenance.reboot_reasons(facts(), driver_plan(['nvidia-driver-580']), None) == []
+    assert maintenance_reasons.reboot_reasons(facts(), driver_plan(['nvidia-driver-580']), None) == []
 
 
 @pytest.mark.parametrize('kwargs, reason', [
@@ -116,12 +120,12 @@ def test_a_branch_not_installed_means_a_reboot_without_apt_too():
     ({'loaded': ''}, 'an NVIDIA GPU is present but no nvidia module is loaded'),
 ])
 def test_reboot_reasons_from_the_node(kwargs, reason):
-    assert maintenance.reboot_reasons(facts(**kwargs)) == [reason]
+    assert maintenance_reasons.reboot_reasons(facts(**kwargs)) == [reason]
 
 
 def test_no_reboot_reason_in_a_container_or_without_a_gpu():
-    assert maintenance.reboot_reasons(facts(loaded='', container=True)) == []
-    assert maintenance.reboot_reasons(facts(loaded='', gpus=())) == []
+    assert maintenance_reasons.reboot_reasons(facts(loaded='', container=True)) == []
+    assert maintenance_reasons.reboot_reasons(facts(loaded='', gpus=())) == []
 
 
 @pytest.mark.parametrize('kwargs, api, why', [
@@ -151,7 +155,7 @@ def test_a_node_the_api_lists_is_in_the_cluster():
     ('rke2_nvidia_runtime', ['rke2'], [], False),
 ])
 def test_role_runs(role, run_tags, skip_tags, runs):
-    assert maintenance.role_runs(role, run_tags, skip_tags) is runs
+    assert maintenance_reasons.role_runs(role, run_tags, skip_tags) is runs
 
 
 def test_a_node_the_last_rollout_left_cordoned_goes_through_its_batch_again():
@@ -175,24 +179,24 @@ def test_gpu_acceptance_of_a_new_node_only():
     reason = 'a new node: its GPUs are checked before its first uncordon (gpu_health_accept_new_nodes)'
     quiet = node(facts(unit='rke2-agent'), NORI, AFTER, True)
     assert quiet['disruptive'] is False and quiet['accept'] == []
-    assert maintenance.node(facts(unit='rke2-agent'), NORI, [], [], accept_new=True)['accept'] == []
+    assert maintenance_reasons.node(facts(unit='rke2-agent'), NORI, [], [], accept_new=True)['accept'] == []
     new = copy.deepcopy(NORI)
     for part in ('capacity', 'allocatable'):
         new['status'][part].pop('nvidia.com/gpu')
-    got = maintenance.node(facts(unit='rke2-agent'), new, [], [], accept_new=True)
+    got = maintenance_reasons.node(facts(unit='rke2-agent'), new, [], [], accept_new=True)
     assert got['accept'] == [reason] and got['disruptive'] is True
     assert got['accept_label'] == 'baremetal.gpu/gpu-acceptance'
-    assert maintenance.node(facts(unit='rke2-agent'), new, [], [])['disruptive'] is False
+    assert maintenance_reasons.node(facts(unit='rke2-agent'), new, [], [])['disruptive'] is False
     new['status']['capacity']['nvidia.com/gpu'] = '0'
-    assert maintenance.node(facts(unit='rke2-agent'), new, [], [], accept_new=True)['accept'] == [reason]
+    assert maintenance_reasons.node(facts(unit='rke2-agent'), new, [], [], accept_new=True)['accept'] == [reason]
     pending = copy.deepcopy(NORI)
     pending['metadata']['labels']['baremetal.gpu/gpu-acceptance'] = 'pending'
-    assert maintenance.node(facts(unit='rke2-agent'), pending, [], [], accept_new=True)['accept'] == [reason]
+    assert maintenance_reasons.node(facts(unit='rke2-agent'), pending, [], [], accept_new=True)['accept'] == [reason]
     new['metadata']['labels']['baremetal.gpu/gpu-acceptance'] = 'passed'
-    assert maintenance.node(facts(unit='rke2-agent'), new, [], [], accept_new=True)['disruptive'] is False
+    assert maintenance_reasons.node(facts(unit='rke2-agent'), new, [], [], accept_new=True)['disruptive'] is False
     # No Node: not a node of the cluster, or no cluster API to cordon it through.
-    assert maintenance.node(facts(unit=''), None, [], [], accept_new=True)['accept'] == []
-    assert maintenance.node(facts(unit='rke2-agent'), None, [], [], accept_new=True)['accept'] == []
+    assert maintenance_reasons.node(facts(unit=''), None, [], [], accept_new=True)['accept'] == []
+    assert maintenance_reasons.node(facts(unit='rke2-agent'), None, [], [], accept_new=True)['accept'] == []
 
 
 # ---- the batches --------------------------------------------------------------------------------------
@@ -205,13 +209,13 @@ def test_servers_one_at_a_time_and_outside_nodes_never_with_cluster_nodes():
     hosts = ['s1', 'fresh', 's2', 'a1', 'a2', 'a3', 'quiet']
     nodes = {'s1': info(role='server'), 's2': info(role='server'), 'fresh': info(in_cluster=False),
              'a1': info(), 'a2': info(), 'a3': info(), 'quiet': info(disruptive=False)}
-    got = maintenance.plan(2, '100%', hosts, nodes)
+    got = maintenance_plan.plan(2, '100%', hosts, nodes)
     assert got['batches'] == [['fresh'], ['quiet'], ['s1'], ['s2'], ['a1', 'a2'], ['a3']]
     assert got['serial'] == [1, 1, 1, 1, 2, 1]
     assert got['order'] == ['fresh', 'quiet', 's1', 's2', 'a1', 'a2', 'a3']
     assert got['servers'] == ['s1', 's2'] and got['agents'] == ['a1', 'a2', 'a3'] and got['agent_batch'] == 2
     # A server is never in a batch with another disruptive node, whatever the batch size.
-    got = maintenance.plan('100%', '100%', hosts, nodes)
+    got = maintenance_plan.plan('100%', '100%', hosts, nodes)
     assert got['batches'] == [['fresh'], ['quiet'], ['s1'], ['s2'], ['a1', 'a2', 'a3']]
 
 
@@ -219,7 +223,7 @@ def test_three_servers_and_five_agents_batch_2_and_25_percent():
     # upgrade_driver.yml rebooted two RKE2 servers together (etcd quorum) with node_maintenance_batch_size 2.
     hosts = ['s1', 's2', 's3', 'a1', 'a2', 'a3', 'a4', 'a5']
     nodes = dict((h, info(role='server' if h.startswith('s') else 'agent')) for h in hosts)
-    got = maintenance.plan(2, '25%', hosts, nodes, [api(h) for h in hosts])
+    got = maintenance_plan.plan(2, '25%', hosts, nodes, [api(h) for h in hosts])
     assert got['batches'][:3] == [['s1'], ['s2'], ['s3']]
     assert got['batches'][3:] == [['a1', 'a2'], ['a3', 'a4'], ['a5']]
     assert got['limit'] == 2 and got['agent_batch'] == 2
@@ -227,7 +231,7 @@ def test_three_servers_and_five_agents_batch_2_and_25_percent():
 
 def test_nothing_disruptive_runs_every_node_at_once():
     nodes = {'a': info(disruptive=False), 'b': info(in_cluster=False)}
-    got = maintenance.plan(1, '25%', ['a', 'b'], nodes)
+    got = maintenance_plan.plan(1, '25%', ['a', 'b'], nodes)
     assert got['batches'] == [['b'], ['a']] and got['order'] == ['b', 'a'] and got['noop'] is True
     assert 'every GPU node runs at once, in parallel' in got['reason']
 
@@ -235,7 +239,7 @@ def test_nothing_disruptive_runs_every_node_at_once():
 def test_outside_nodes_to_change_go_in_batches_of_their_own():
     busy = dict(info(in_cluster=False), disruptive=True)
     nodes = {'a1': info(), 'b1': busy, 'b2': busy, 'b3': info(in_cluster=False)}
-    got = maintenance.plan(1, '100%', ['a1', 'b1', 'b2', 'b3'], nodes)
+    got = maintenance_plan.plan(1, '100%', ['a1', 'b1', 'b2', 'b3'], nodes)
     assert got['batches'] == [['b3', 'b1'], ['b2'], ['a1']]
 
 
@@ -253,34 +257,34 @@ def test_max_unavailable_counts_gpu_nodes_out_anywhere_in_the_cluster():
     nodes = dict((h, dict(info(), node_name=h)) for h in hosts)
     cluster = [api('a1'), api('a2', unschedulable=True), api('a3'), api('a4'), api('gpu-9', unschedulable=True),
                cpu_node('cpu-1', unschedulable=True)]
-    got = maintenance.plan(3, 3, hosts, nodes, cluster)
+    got = maintenance_plan.plan(3, 3, hosts, nodes, cluster)
     # GPU Nodes out of service count, the play's and others'; a cordoned CPU node does not.
     assert got['already_unavailable'] == ['a2', 'gpu-9'] and got['agent_batch'] == 1
     # Unless the operator asks for every Node to count.
-    got = maintenance.plan(3, 4, hosts, nodes, cluster, count_all_nodes=True)
+    got = maintenance_plan.plan(3, 4, hosts, nodes, cluster, count_all_nodes=True)
     assert got['already_unavailable'] == ['a2', 'cpu-1', 'gpu-9'] and got['scope'] is None and got['agent_batch'] == 1
     with pytest.raises(ValueError, match=r'4 Node\(s\) of the cluster are out of service already'):
-        maintenance.plan(3, 4, hosts, nodes, cluster + [cpu_node('cpu-2', True)], count_all_nodes=True)
+        maintenance_plan.plan(3, 4, hosts, nodes, cluster + [cpu_node('cpu-2', True)], count_all_nodes=True)
     # A node this engine took out itself (a crash to resume) does not count.
     cluster[1] = api('a2', unschedulable=True, labels={'baremetal.gpu/host-rollout': 'upgrading'})
-    assert maintenance.plan(3, 3, hosts, nodes, cluster)['agent_batch'] == 2
+    assert maintenance_plan.plan(3, 3, hosts, nodes, cluster)['agent_batch'] == 2
     # A NotReady GPU node counts as out too.
     down = api('gpu-8')
     down['status']['conditions'] = [dict(c, status='False') if c['type'] == 'Ready' else c
                                     for c in down['status']['conditions']]
-    assert maintenance.plan(3, 3, hosts, nodes, cluster + [down])['already_unavailable'] == ['gpu-8', 'gpu-9']
+    assert maintenance_plan.plan(3, 3, hosts, nodes, cluster + [down])['already_unavailable'] == ['gpu-8', 'gpu-9']
 
 
 def test_a_cordoned_cpu_node_does_not_refuse_gpu_maintenance():
     # On the old count every cordoned Node of the cluster took the room: one cordoned CPU node refused the whole plan.
     nodes = {'a1': dict(info(), node_name='a1'), 'a2': dict(info(), node_name='a2')}
     cluster = [api('a1'), api('a2'), cpu_node('cpu-1', unschedulable=True)]
-    got = maintenance.plan(1, 1, ['a1', 'a2'], nodes, cluster)
+    got = maintenance_plan.plan(1, 1, ['a1', 'a2'], nodes, cluster)
     assert got['batches'] == [['a1'], ['a2']] and got['already_unavailable'] == []
-    gate = maintenance.batch_gate(['a1'], {'a1': 'a1'}, {'a1': True}, cluster, got['limit'], got['scope'])
+    gate = maintenance_plan.batch_gate(['a1'], {'a1': 'a1'}, {'a1': True}, cluster, got['limit'], got['scope'])
     assert gate['go'] == ['a1']
     # The gate with every Node counted (no scope) defers it, as the operator asked.
-    assert maintenance.batch_gate(['a1'], {'a1': 'a1'}, {'a1': True}, cluster, 1)['defer'] == ['a1']
+    assert maintenance_plan.batch_gate(['a1'], {'a1': 'a1'}, {'a1': True}, cluster, 1)['defer'] == ['a1']
 
 
 def test_a_percentage_is_of_the_clusters_gpu_nodes_not_of_the_play():
@@ -291,7 +295,7 @@ def test_a_percentage_is_of_the_clusters_gpu_nodes_not_of_the_play():
     nodes = dict((h, dict(info(), node_name=h)) for h in agents)
     nodes.update((h, dict(info(in_cluster=False), disruptive=True)) for h in fresh)
     cluster = [api(h) for h in agents] + [cpu_node('cpu-%d' % i) for i in range(8)]
-    got = maintenance.plan('25%', '25%', fresh + agents, nodes, cluster)
+    got = maintenance_plan.plan('25%', '25%', fresh + agents, nodes, cluster)
     assert got['base'] == 4 and got['limit'] == 1 and got['agent_batch'] == 1
     assert got['batches'][-4:] == [['a1'], ['a2'], ['a3'], ['a4']]
     # The hosts outside the cluster are batched among themselves: 25 % of 12 is 3, never with a node of the cluster.
@@ -300,14 +304,14 @@ def test_a_percentage_is_of_the_clusters_gpu_nodes_not_of_the_play():
     out = [api(h, unschedulable=True) for h in ('a2', 'a3', 'a4')] + [api('a1')]
     for hosts in (agents, fresh + agents):
         with pytest.raises(ValueError, match=r'allows 1 unavailable node\(s\) \(of 4 GPU Node\(s\) of the cluster\)'):
-            maintenance.plan(1, '25%', hosts, dict(nodes, a2=info(disruptive=False), a3=info(disruptive=False),
-                                                   a4=info(disruptive=False)), out)
+            maintenance_plan.plan(1, '25%', hosts, dict(nodes, a2=info(disruptive=False), a3=info(disruptive=False),
+                                                        a4=info(disruptive=False)), out)
 
 
 def test_a_gpu_host_without_gpu_capacity_yet_is_a_gpu_node_of_the_budget():
     # Day 1: the driver is not on yet, so the host's Node lists no GPU; it is one of the play's GPU hosts all the same.
     nodes = dict((h, dict(info(), node_name=h)) for h in ('g1', 'g2'))
-    got = maintenance.plan(1, '50%', ['g1', 'g2'], nodes, [cpu_node('g1'), cpu_node('g2'), cpu_node('cpu-1')])
+    got = maintenance_plan.plan(1, '50%', ['g1', 'g2'], nodes, [cpu_node('g1'), cpu_node('g2'), cpu_node('cpu-1')])
     assert got['scope'] == ['g1', 'g2'] and got['base'] == 2 and got['limit'] == 1
 
 
@@ -315,10 +319,10 @@ def test_no_room_is_refused_naming_the_variable():
     nodes = {'a1': info(), 'a2': info()}
     cluster = [api('a1', unschedulable=True), api('a2')]
     with pytest.raises(ValueError, match='node_maintenance_max_unavailable allows 1 unavailable node'):
-        maintenance.plan(1, 1, ['a1', 'a2'], nodes, cluster)
+        maintenance_plan.plan(1, 1, ['a1', 'a2'], nodes, cluster)
     # With nothing disruptive the cordoned node is no reason to refuse.
     quiet = {'a1': info(disruptive=False), 'a2': info(disruptive=False)}
-    assert maintenance.plan(1, 1, ['a1', 'a2'], quiet, cluster)['serial'] == [2]
+    assert maintenance_plan.plan(1, 1, ['a1', 'a2'], quiet, cluster)['serial'] == [2]
 
 
 def test_a_node_left_failed_is_no_reason_to_refuse_its_own_retry():
@@ -329,17 +333,17 @@ def test_a_node_left_failed_is_no_reason_to_refuse_its_own_retry():
     failed['spec']['unschedulable'] = True
     failed['metadata']['labels']['baremetal.gpu/host-rollout'] = 'failed'
     failed['metadata']['labels']['baremetal.gpu/gpu-acceptance'] = 'pending'
-    retry = maintenance.node(facts(unit='rke2-agent'), failed, [], [], accept_new=True)
+    retry = maintenance_reasons.node(facts(unit='rke2-agent'), failed, [], [], accept_new=True)
     assert retry['disruptive'] is True and retry['node_name'] == 'nori'
-    got = maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed])
+    got = maintenance_plan.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed])
     assert got['batches'] == [['gpu-a']] and got['already_unavailable'] == []
     with pytest.raises(ValueError, match=r'1 GPU Node\(s\) of the cluster are out of service already \(unschedulable, '
                                          r'NotReady or quarantined: other\)'):
-        maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed, api('other', unschedulable=True)])
+        maintenance_plan.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed, api('other', unschedulable=True)])
     # Cordoned by someone else (no failed label of ours): it counts, even though this plan takes it through a batch.
     del failed['metadata']['labels']['baremetal.gpu/host-rollout']
     with pytest.raises(ValueError, match=r'quarantined: nori\)'):
-        maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed])
+        maintenance_plan.plan(1, 1, ['gpu-a'], {'gpu-a': retry}, [failed])
 
 
 def quarantined_node(name):
@@ -355,25 +359,25 @@ def test_a_quarantined_node_counts_as_unavailable_except_for_its_own_remediation
     nodes = {'a1': dict(info(), node_name='a1'), 'a2': dict(info(), node_name='a2')}
     cluster = [api('a1'), api('a2'), quarantined_node('sick')]
     with pytest.raises(ValueError, match=r'out of service already \(unschedulable, NotReady or quarantined: sick\)'):
-        maintenance.plan(1, 1, ['a1', 'a2'], nodes, cluster)
-    assert maintenance.unavailable(cluster) == [{'name': 'sick', 'why': 'quarantined'}]
-    gate = maintenance.batch_gate(['a1'], {'a1': 'a1', 'a2': 'a2'}, {'a1': True}, cluster, 1)
+        maintenance_plan.plan(1, 1, ['a1', 'a2'], nodes, cluster)
+    assert maintenance_nodes.unavailable(cluster) == [{'name': 'sick', 'why': 'quarantined'}]
+    gate = maintenance_plan.batch_gate(['a1'], {'a1': 'a1', 'a2': 'a2'}, {'a1': True}, cluster, 1)
     assert gate['defer'] == ['a1'] and 'sick (quarantined)' in gate['message']
     # The remediation of two quarantined Nodes with room for one: the plan does not count its own quarantined Nodes,
     # and the gate before the first batch does not count the one a later batch remediates; another still counts.
     sick = [quarantined_node('q1'), quarantined_node('q2')]
     remedy = {'q1': dict(info(), node_name='q1'), 'q2': dict(info(), node_name='q2')}
-    got = maintenance.plan(1, 1, ['q1', 'q2'], remedy, sick)
+    got = maintenance_plan.plan(1, 1, ['q1', 'q2'], remedy, sick)
     assert got['batches'] == [['q1'], ['q2']] and got['already_unavailable'] == []
     host_nodes = {'q1': 'q1', 'q2': 'q2'}
-    assert maintenance.batch_gate(['q1'], host_nodes, {'q1': True, 'q2': True}, sick, 1)['go'] == ['q1']
+    assert maintenance_plan.batch_gate(['q1'], host_nodes, {'q1': True, 'q2': True}, sick, 1)['go'] == ['q1']
     # A third quarantined Node, not in this plan, fills the budget: the remediation of the quarantined ones still goes
     # (they are out of service already, so it takes no room), and a healthy node of the same plan is deferred.
     other = sick + [quarantined_node('q3')]
-    assert maintenance.plan(1, 1, ['q1', 'q2'], remedy, other)['already_unavailable'] == ['q3']
-    assert maintenance.batch_gate(['q1'], host_nodes, {'q1': True, 'q2': True}, other, 1)['go'] == ['q1']
+    assert maintenance_plan.plan(1, 1, ['q1', 'q2'], remedy, other)['already_unavailable'] == ['q3']
+    assert maintenance_plan.batch_gate(['q1'], host_nodes, {'q1': True, 'q2': True}, other, 1)['go'] == ['q1']
     mixed = other + [api('h1')]
-    gate = maintenance.batch_gate(['q1', 'h1'], dict(host_nodes, h1='h1'), {'q1': True, 'h1': True}, mixed, 1)
+    gate = maintenance_plan.batch_gate(['q1', 'h1'], dict(host_nodes, h1='h1'), {'q1': True, 'h1': True}, mixed, 1)
     assert gate['go'] == ['q1'] and gate['defer'] == ['h1']
 
 
@@ -383,24 +387,24 @@ def test_the_gate_shrinks_a_batch_to_what_the_cluster_allows_now():
     cluster = [api('a1'), api('a2'), api('a3'), api('other', unschedulable=True)]
     hosts = {'a1': 'a1', 'a2': 'a2', 'a3': 'a3', 'x': None}
     busy = {'a1': True, 'a2': True, 'a3': True, 'x': True}
-    got = maintenance.batch_gate(['a1', 'a2', 'a3', 'x'], hosts, busy, cluster, 3)
+    got = maintenance_plan.batch_gate(['a1', 'a2', 'a3', 'x'], hosts, busy, cluster, 3)
     assert got['go'] == ['a1', 'a2', 'x'] and got['defer'] == ['a3'] and got['room'] == 2
     assert got['unavailable'] == [{'name': 'other', 'why': 'unschedulable'}]
     assert 'deferred to the next run: a3' in got['message']
     # The batch's own nodes, cordoned by this run (a resume), do not count against it.
     cluster[0] = api('a1', unschedulable=True)
-    assert maintenance.batch_gate(['a1', 'a2'], hosts, busy, cluster, 3)['go'] == ['a1', 'a2']
+    assert maintenance_plan.batch_gate(['a1', 'a2'], hosts, busy, cluster, 3)['go'] == ['a1', 'a2']
 
 
 def test_a_second_run_sees_the_first_runs_nodes_as_out():
     # Two operators: the first run's node is cordoned and labelled upgrading. The label must not hide it from the
     # second run's gate: a node out of service for any reason counts unless it is in this batch.
     cluster = [api('a1', unschedulable=True, labels={'baremetal.gpu/driver-upgrade': 'upgrading'}), api('a2')]
-    got = maintenance.batch_gate(['a2'], {'a2': 'a2'}, {'a2': True}, cluster, 1)
+    got = maintenance_plan.batch_gate(['a2'], {'a2': 'a2'}, {'a2': True}, cluster, 1)
     assert got['go'] == [] and got['defer'] == ['a2']
     assert got['unavailable'] == [{'name': 'a1', 'why': 'unschedulable'}]
     # In the batch itself (a resume of our own) it does not count.
-    assert maintenance.batch_gate(['a1', 'a2'], {'a1': 'a1', 'a2': 'a2'}, {'a1': True, 'a2': True}, cluster, 1)['go'] \
+    assert maintenance_plan.batch_gate(['a1', 'a2'], {'a1': 'a1', 'a2': 'a2'}, {'a1': True, 'a2': True}, cluster, 1)['go'] \
         == ['a1']
 
 
@@ -408,7 +412,7 @@ def test_the_plan_puts_the_nodes_a_stopped_run_left_out_first():
     nodes = {'a1': {'in_cluster': True, 'role': 'agent', 'disruptive': True, 'resume': []},
              'a2': {'in_cluster': True, 'role': 'agent', 'disruptive': True, 'resume': []},
              'a3': {'in_cluster': True, 'role': 'agent', 'disruptive': True, 'resume': ['left cordoned']}}
-    got = maintenance.plan(1, 1, ['a1', 'a2', 'a3'], nodes, [api('a1'), api('a2'), api('a3')])
+    got = maintenance_plan.plan(1, 1, ['a1', 'a2', 'a3'], nodes, [api('a1'), api('a2'), api('a3')])
     assert got['batches'] == [['a3'], ['a1'], ['a2']]
 
 
@@ -418,49 +422,49 @@ def test_map_node_by_name_then_hostname_label_then_internal_ip():
     node = api('nori-k8s')
     node['metadata']['labels']['kubernetes.io/hostname'] = 'nori'
     node['status']['addresses'] = [{'type': 'InternalIP', 'address': '10.0.0.7'}, {'type': 'Hostname', 'address': 'x'}]
-    assert maintenance.map_node('h', ['nori-k8s'], [], [node]) == {'name': 'nori-k8s', 'how': 'name nori-k8s'}
-    assert maintenance.map_node('h', ['nori'], [], [node])['how'] == 'label kubernetes.io/hostname=nori'
-    assert maintenance.map_node('h', ['gpu-7'], ['10.0.0.7'], [node])['how'] == 'InternalIP 10.0.0.7'
-    assert maintenance.map_node('h', ['gpu-7'], ['10.0.0.8'], [node]) is None
+    assert maintenance_mapping.map_node('h', ['nori-k8s'], [], [node]) == {'name': 'nori-k8s', 'how': 'name nori-k8s'}
+    assert maintenance_mapping.map_node('h', ['nori'], [], [node])['how'] == 'label kubernetes.io/hostname=nori'
+    assert maintenance_mapping.map_node('h', ['gpu-7'], ['10.0.0.7'], [node])['how'] == 'InternalIP 10.0.0.7'
+    assert maintenance_mapping.map_node('h', ['gpu-7'], ['10.0.0.8'], [node]) is None
 
 
 def test_an_unmappable_node_of_a_cluster_is_refused():
-    errors = maintenance.mapping_errors(['g1', 'g2'], {'g1': True, 'g2': False}, {'g1': None, 'g2': None}, True, True)
+    errors = maintenance_mapping.mapping_errors(['g1', 'g2'], {'g1': True, 'g2': False}, {'g1': None, 'g2': None}, True, True)
     assert errors and errors[0].startswith('g1 run RKE2 but no Node of the cluster matches them')
     assert 'baremetal_gpu_node_name' in errors[0]
-    missing = maintenance.mapping_errors(['g1'], {'g1': True}, {}, False, True)
+    missing = maintenance_mapping.mapping_errors(['g1'], {'g1': True}, {}, False, True)
     assert 'the kubeconfig named by cluster_kubeconfig was found on no host while g1 run RKE2' in missing[0]
     # No kubeconfig named and none found at the default place: refused while hosts run RKE2 (they would be rebooted
     # uncordoned), unless node_maintenance_allow_without_cluster_api says to go on with the batching alone.
-    none = maintenance.mapping_errors(['g1', 'g2'], {'g1': True, 'g2': False}, {}, False, False)
+    none = maintenance_mapping.mapping_errors(['g1', 'g2'], {'g1': True, 'g2': False}, {}, False, False)
     assert len(none) == 1 and none[0].startswith('no kubeconfig was found on any host') and 'while g1 run RKE2' in none[0]
     assert 'node_maintenance_allow_without_cluster_api' in none[0] and 'cluster_kubeconfig' in none[0]
-    assert maintenance.mapping_errors(['g1'], {'g1': True}, {}, False, False, allow_without_api=True) == []
-    assert maintenance.mapping_errors(['g1'], {'g1': False}, {}, False, False) == []
+    assert maintenance_mapping.mapping_errors(['g1'], {'g1': True}, {}, False, False, allow_without_api=True) == []
+    assert maintenance_mapping.mapping_errors(['g1'], {'g1': False}, {}, False, False) == []
 
 
 # ---- the lock --------------------------------------------------------------------------------------------
 
 def test_lease_decisions():
-    me = maintenance.holder_identity('run-1', 'ctl', '2026-11-24T10:00:00.000000Z')
-    other = maintenance.holder_identity('run-0', 'ctl2', '2026-11-24T09:59:00.000000Z')
+    me = maintenance_lease.holder_identity('run-1', 'ctl', '2026-11-24T10:00:00.000000Z')
+    other = maintenance_lease.holder_identity('run-0', 'ctl2', '2026-11-24T09:59:00.000000Z')
     now = '2026-11-24T10:00:30.000000Z'
-    assert maintenance.lease_decision(None, me, now)['action'] == 'create'
-    held = maintenance.lease_object(other, '2026-11-24T10:00:00.000000Z', 60)
+    assert maintenance_lease.lease_decision(None, me, now)['action'] == 'create'
+    held = maintenance_lease.lease_object(other, '2026-11-24T10:00:00.000000Z', 60)
     held['metadata']['resourceVersion'] = '7'
-    wait = maintenance.lease_decision(held, me, now)
+    wait = maintenance_lease.lease_decision(held, me, now)
     assert wait['action'] == 'wait' and wait['holder'] == other
     assert wait['message'] == 'the maintenance lock is held by %s until 2026-11-24T10:01:00.000000Z' % other
-    over = maintenance.lease_decision(held, me, '2026-11-24T10:01:00.000000Z')
+    over = maintenance_lease.lease_decision(held, me, '2026-11-24T10:01:00.000000Z')
     assert over['action'] == 'take_over' and 'expired' in over['warning'] and other in over['warning']
-    mine = maintenance.lease_object(me, now, 60, current=held)
+    mine = maintenance_lease.lease_object(me, now, 60, current=held)
     assert mine['metadata']['resourceVersion'] == '7'          # optimistic concurrency
     assert mine['spec']['leaseTransitions'] == 1 and mine['spec']['acquireTime'] == now
-    assert maintenance.lease_decision(mine, me, now)['action'] == 'renew'
-    released = maintenance.lease_release(mine, me)
+    assert maintenance_lease.lease_decision(mine, me, now)['action'] == 'renew'
+    released = maintenance_lease.lease_release(mine, me)
     assert 'holderIdentity' not in released['spec']
-    assert maintenance.lease_decision(released, other, now)['action'] == 'take'
-    assert maintenance.lease_release(mine, other) is None
+    assert maintenance_lease.lease_decision(released, other, now)['action'] == 'take'
+    assert maintenance_lease.lease_release(mine, other) is None
 
 
 class FakeStore(object):
@@ -490,14 +494,14 @@ class FakeStore(object):
     def create(self, obj):
         self._raced()
         if self.obj is not None:
-            raise maintenance.LockConflict('AlreadyExists')
+            raise maintenance_lease.LockConflict('AlreadyExists')
         self.writes.append(('create', obj))
         return self._store(obj)
 
     def replace(self, obj):
         self._raced()
         if self.obj is None or obj['metadata'].get('resourceVersion') != self.obj['metadata']['resourceVersion']:
-            raise maintenance.LockConflict('Conflict')
+            raise maintenance_lease.LockConflict('Conflict')
         self.writes.append(('replace', obj))
         return self._store(obj)
 
@@ -505,10 +509,10 @@ class FakeStore(object):
 class Clock(object):
     def __init__(self, start='2026-11-24T10:00:00.000000Z'):
         self.t = 0.0
-        self.start = maintenance._parse_time(start)
+        self.start = maintenance_lease._parse_time(start)
 
     def now(self):
-        return (self.start + maintenance.timedelta(seconds=self.t)).strftime(maintenance.TIME_FORMAT)
+        return (self.start + maintenance_lease.timedelta(seconds=self.t)).strftime(maintenance_lease.TIME_FORMAT)
 
     def clock(self):
         return self.t
@@ -522,8 +526,8 @@ OTHER = 'run-1@ctl-a@2026-11-24T09:59:00.000000Z'
 
 
 def acquire(store, clock, timeout=30, duration=60, renew_only=False):
-    return maintenance.lock_acquire(store, ME, duration, timeout, 5, clock.now, clock.clock, clock.sleep,
-                                    renew_only=renew_only)
+    return maintenance_lease.lock_acquire(store, ME, duration, timeout, 5, clock.now, clock.clock, clock.sleep,
+                                          renew_only=renew_only)
 
 
 def test_lock_is_created_then_renewed_then_released():
@@ -535,12 +539,12 @@ def test_lock_is_created_then_renewed_then_released():
     renewed = acquire(store, clock, renew_only=True)
     assert renewed['action'] == 'renew' and store.obj['spec']['renewTime'] == '2026-11-24T10:00:20.000000Z'
     assert store.writes[-1][1]['metadata']['resourceVersion'] == '11'     # the version read, never blind
-    assert maintenance.lock_release(store, ME)['released'] is True
+    assert maintenance_lease.lock_release(store, ME)['released'] is True
     assert 'holderIdentity' not in store.obj['spec']
 
 
 def test_lock_held_by_a_live_run_waits_then_fails_naming_the_holder():
-    held = maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600)
+    held = maintenance_lease.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600)
     store, clock = FakeStore(held), Clock()
     store.obj['metadata']['resourceVersion'] = '10'
     got = acquire(store, clock, timeout=30)
@@ -553,14 +557,14 @@ def test_lock_held_by_a_live_run_waits_then_fails_naming_the_holder():
 
 def held_then_released(after):
     """OTHER's live lock at version 10, released by OTHER once the waiting clock reached ``after`` seconds."""
-    store, clock = FakeStore(maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600)), Clock()
+    store, clock = FakeStore(maintenance_lease.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600)), Clock()
     store.obj['metadata']['resourceVersion'] = '10'
     real_sleep = clock.sleep
 
     def sleep(seconds):
         real_sleep(seconds)
         if clock.t >= after and store.obj['spec'].get('holderIdentity'):
-            store._store(maintenance.lease_release(store.obj, OTHER))
+            store._store(maintenance_lease.lease_release(store.obj, OTHER))
     clock.sleep = sleep
     return store, clock
 
@@ -577,28 +581,28 @@ def test_a_plan_made_before_the_lock_is_stale_after_a_wait_or_a_write_in_between
     # Two runs planned together; the first took the lock, the second waited for it: its plan is out of date
     # (the first may have finished the very nodes it planned), so the rollout plans again under the lock.
     store, clock = held_then_released(5)
-    got = maintenance.lock_acquire(store, ME, 60, 60, 5, clock.now, clock.clock, clock.sleep, seen='10')
+    got = maintenance_lease.lock_acquire(store, ME, 60, 60, 5, clock.now, clock.clock, clock.sleep, seen='10')
     assert got['acquired'] and got['stale'].startswith('this run waited 5')
     # No wait, but another run took, worked and released the lock while this plan was being made (version 10 when
     # the plan began, 12 at the take): stale too.
-    released = maintenance.lease_release(maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600), OTHER)
+    released = maintenance_lease.lease_release(maintenance_lease.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600), OTHER)
     store, clock = FakeStore(released), Clock()
     store.obj['metadata']['resourceVersion'] = '12'
-    got = maintenance.lock_acquire(store, ME, 60, 0, 5, clock.now, clock.clock, clock.sleep, seen='10')
+    got = maintenance_lease.lock_acquire(store, ME, 60, 0, 5, clock.now, clock.clock, clock.sleep, seen='10')
     assert got['acquired'] and got['waited'] == 0
     assert got['stale'] == 'the lock was written while the plan was made (version 10, now 12, last by another run)'
     # Nobody wrote it since the plan began (the same version, or still no lock at all): the plan stands.
     store, clock = FakeStore(released), Clock()
     store.obj['metadata']['resourceVersion'] = '12'
-    assert maintenance.lock_acquire(store, ME, 60, 0, 5, clock.now, clock.clock, clock.sleep, seen='12')['stale'] == ''
+    assert maintenance_lease.lock_acquire(store, ME, 60, 0, 5, clock.now, clock.clock, clock.sleep, seen='12')['stale'] == ''
     store, clock = FakeStore(), Clock()
-    assert maintenance.lock_acquire(store, ME, 60, 0, 5, clock.now, clock.clock, clock.sleep, seen='')['stale'] == ''
+    assert maintenance_lease.lock_acquire(store, ME, 60, 0, 5, clock.now, clock.clock, clock.sleep, seen='')['stale'] == ''
     # A caller that did not read the lock first (seen None) is told only about a wait.
-    assert maintenance.plan_staleness(None, store.obj, 0) == ''
+    assert maintenance_lease.plan_staleness(None, store.obj, 0) == ''
 
 
 def test_expired_lock_is_taken_over_with_a_warning():
-    held = maintenance.lease_object(OTHER, '2026-11-24T09:00:00.000000Z', 60)
+    held = maintenance_lease.lease_object(OTHER, '2026-11-24T09:00:00.000000Z', 60)
     store, clock = FakeStore(held), Clock()
     store.obj['metadata']['resourceVersion'] = '10'
     got = acquire(store, clock, timeout=0)
@@ -610,30 +614,30 @@ def test_a_409_is_someone_else_taking_it_never_an_overwrite():
     # Both runs read "no lock"; the other one creates it first: our create is refused (AlreadyExists), we read
     # again, see its live hold and wait; its hold is never overwritten.
     store, clock = FakeStore(), Clock()
-    store.race.append(maintenance.lease_object(OTHER, clock.now(), 600))
+    store.race.append(maintenance_lease.lease_object(OTHER, clock.now(), 600))
     got = acquire(store, clock, timeout=10)
     assert not got['acquired'] and got['holder'] == OTHER and got['conflicts'] == 1
     assert store.obj['spec']['holderIdentity'] == OTHER and store.writes == []
     # The same on a take-over: the other run renews its expired lease between our read and our write (409 Conflict).
-    old = maintenance.lease_object(OTHER, '2026-11-24T09:00:00.000000Z', 60)
+    old = maintenance_lease.lease_object(OTHER, '2026-11-24T09:00:00.000000Z', 60)
     store, clock = FakeStore(old), Clock()
     store.obj['metadata']['resourceVersion'] = '10'
-    store.race.append(maintenance.lease_object(OTHER, clock.now(), 600, current=store.obj))
+    store.race.append(maintenance_lease.lease_object(OTHER, clock.now(), 600, current=store.obj))
     got = acquire(store, clock, timeout=0)
     assert not got['acquired'] and got['conflicts'] == 1 and store.obj['spec']['holderIdentity'] == OTHER
 
 
 def test_renew_only_fails_when_the_lock_was_lost():
-    store, clock = FakeStore(maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600)), Clock()
+    store, clock = FakeStore(maintenance_lease.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600)), Clock()
     store.obj['metadata']['resourceVersion'] = '10'
     got = acquire(store, clock, renew_only=True)
     assert not got['acquired'] and got['action'] == 'lost' and OTHER in got['message']
 
 
 def test_release_leaves_another_runs_lock_alone():
-    store = FakeStore(maintenance.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600))
+    store = FakeStore(maintenance_lease.lease_object(OTHER, '2026-11-24T10:00:00.000000Z', 600))
     store.obj['metadata']['resourceVersion'] = '10'
-    got = maintenance.lock_release(store, ME)
+    got = maintenance_lease.lock_release(store, ME)
     assert got == {'released': False, 'holder': OTHER,
                    'message': 'the maintenance lock is not held by this run (%s): left alone' % OTHER}
     assert store.obj['spec']['holderIdentity'] == OTHER
@@ -643,11 +647,11 @@ def test_lease_times_as_clients_write_them():
     # The kubernetes client writes a MicroTime with isoformat() ('+00:00'); the API server answers with 'Z'.
     for text in ('2026-11-24T10:00:00.000000Z', '2026-11-24T10:00:00+00:00', '2026-11-24T10:00:00.000000+00:00',
                  '2026-11-24T11:00:00+01:00', '2026-11-24T10:00:00Z'):
-        assert maintenance._parse_time(text) == maintenance.datetime(2026, 11, 24, 10, 0, 0), text
-    assert maintenance._parse_time('2026-11-24T10:00:00.5Z').microsecond == 500000
-    assert maintenance._parse_time('yesterday') is None
-    held = maintenance.lease_object(OTHER, '2026-11-24T10:00:00.962224+00:00', 600)
-    assert maintenance.lease_decision(held, ME, '2026-11-24T10:05:00.000000Z')['action'] == 'wait'
+        assert maintenance_lease._parse_time(text) == maintenance_lease.datetime(2026, 11, 24, 10, 0, 0), text
+    assert maintenance_lease._parse_time('2026-11-24T10:00:00.5Z').microsecond == 500000
+    assert maintenance_lease._parse_time('yesterday') is None
+    held = maintenance_lease.lease_object(OTHER, '2026-11-24T10:00:00.962224+00:00', 600)
+    assert maintenance_lease.lease_decision(held, ME, '2026-11-24T10:05:00.000000Z')['action'] == 'wait'
 
 
 def test_lock_timeout_below_zero_is_refused():
@@ -664,27 +668,27 @@ def test_lock_timeout_below_zero_is_refused():
 ])
 def test_bad_knobs_are_refused_naming_the_variable(batch, limit, words):
     with pytest.raises(ValueError, match=re.escape(words)):
-        maintenance.plan(batch, limit, ['a'], {'a': info(in_cluster=False)})
+        maintenance_plan.plan(batch, limit, ['a'], {'a': info(in_cluster=False)})
 
 
 # ---- the uninstall's host part ---------------------------------------------------------------------------
 
 def test_the_uninstall_disrupts_a_node_of_a_cluster_with_something_to_take_off():
     agent = facts(unit='rke2-agent')
-    got = maintenance.uninstall_node(agent, None, True, ['/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl'])
+    got = maintenance_reasons.uninstall_node(agent, None, True, ['/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl'])
     assert got['disruptive'] and got['in_cluster'] and got['role'] == 'agent' and got['reboot'] == []
     assert got['reasons'] == ['driver 580.178.04 to purge', 'the NVIDIA container runtime to remove',
                               '/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl to remove (RKE2 restarts)']
     # Nothing left to take off (a rerun after the uninstall): quiet, no cordon.
     bare = facts(unit='rke2-agent', installed=(), loaded='')
-    assert not maintenance.uninstall_node(bare, None, False, [])['disruptive']
+    assert not maintenance_reasons.uninstall_node(bare, None, False, [])['disruptive']
     # A node outside a cluster is never disruptive (nothing to cordon), whatever it holds.
     outside = facts(unit='', present=False)
-    got = maintenance.uninstall_node(outside, None, True, [])
+    got = maintenance_reasons.uninstall_node(outside, None, True, [])
     assert not got['in_cluster'] and not got['disruptive'] and got['reasons']
     # A node the last uninstall left cordoned is resumed even with nothing left to take off.
-    left = api('nori', unschedulable=True, labels={maintenance.UNINSTALL_LABEL: 'upgrading'})
-    got = maintenance.uninstall_node(bare, left, False, [])
+    left = api('nori', unschedulable=True, labels={maintenance_nodes.UNINSTALL_LABEL: 'upgrading'})
+    got = maintenance_reasons.uninstall_node(bare, left, False, [])
     assert got['disruptive'] and got['resume']
 
 
@@ -696,29 +700,29 @@ REBOOT = {'step': 'reboot', 'gpus': [], 'reasons': ['GPU 0: xid (RESTART_BM) nee
 
 def test_a_gpu_reset_or_a_reboot_is_disruptive_on_a_node_of_a_cluster():
     agent = facts(unit='rke2-agent')
-    got = maintenance.remediate_node(agent, api('nori'), RESET)
+    got = maintenance_reasons.remediate_node(agent, api('nori'), RESET)
     assert (got['disruptive'], got['in_cluster'], got['role'], got['step'], got['gpus']) == (True, True, 'agent', 'reset_gpu', [0])
     assert got['reboot'] == [] and got['reasons'] == RESET['reasons']
-    got = maintenance.remediate_node(agent, None, REBOOT)
+    got = maintenance_reasons.remediate_node(agent, None, REBOOT)
     assert got['disruptive'] and got['reboot'] == REBOOT['reasons'] and got['gpus'] == []
     # Nothing to do: not disruptive, no reasons; outside a cluster: never disruptive (nothing to cordon).
-    assert not maintenance.remediate_node(agent, api('nori'), {'step': 'none', 'reasons': ['x']})['disruptive']
-    assert maintenance.remediate_node(agent, api('nori'), {'step': 'none', 'reasons': ['x']})['reasons'] == []
-    outside = maintenance.remediate_node(facts(unit='', present=False), None, RESET)
+    assert not maintenance_reasons.remediate_node(agent, api('nori'), {'step': 'none', 'reasons': ['x']})['disruptive']
+    assert maintenance_reasons.remediate_node(agent, api('nori'), {'step': 'none', 'reasons': ['x']})['reasons'] == []
+    outside = maintenance_reasons.remediate_node(facts(unit='', present=False), None, RESET)
     assert not outside['in_cluster'] and not outside['disruptive'] and outside['step'] == 'reset_gpu'
     # The last remediation left the node cordoned: resumed with nothing left to do.
-    left = api('nori', unschedulable=True, labels={maintenance.REMEDIATION_LABEL: 'upgrading'})
-    got = maintenance.remediate_node(agent, left, {'step': 'none'})
+    left = api('nori', unschedulable=True, labels={maintenance_nodes.REMEDIATION_LABEL: 'upgrading'})
+    got = maintenance_reasons.remediate_node(agent, left, {'step': 'none'})
     assert got['disruptive'] and got['resume']
     # A node out of service under this label is this engine's own (a crash to resume), as under the others.
-    assert maintenance.ours(left)
+    assert maintenance_nodes.ours(left)
 
 
 def test_the_uninstall_plan_takes_servers_one_at_a_time():
     hosts = ['s1', 's2', 'a1', 'a2', 'a3']
-    nodes = dict((h, maintenance.uninstall_node(facts(unit='rke2-server' if h[0] == 's' else 'rke2-agent'), None, True, []))
+    nodes = dict((h, maintenance_reasons.uninstall_node(facts(unit='rke2-server' if h[0] == 's' else 'rke2-agent'), None, True, []))
                  for h in hosts)
-    got = maintenance.plan(2, '100%', hosts, nodes, [api(h) for h in hosts], what='taken off the host layer')
+    got = maintenance_plan.plan(2, '100%', hosts, nodes, [api(h) for h in hosts], what='taken off the host layer')
     assert got['batches'] == [['s1'], ['s2'], ['a1', 'a2'], ['a3']]
 
 
@@ -726,9 +730,9 @@ def test_a_pending_rke2_restart_recorded_by_a_killed_run_makes_the_node_disrupti
     # The generated config already has the runtime and the binary is there: only the record says a restart is owed.
     pending = {'reasons': ['the containerd template changes'], 'unit': 'rke2-agent',
                'recorded': '2026-11-24T10:00:00.000000Z'}
-    reasons = maintenance.restart_reasons(AFTER, True, 'config.toml', pending)
+    reasons = maintenance_reasons.restart_reasons(AFTER, True, 'config.toml', pending)
     assert reasons == ['an RKE2 restart recorded at 2026-11-24T10:00:00.000000Z is still pending '
                        '(the containerd template changes)']
-    assert maintenance.restart_reasons(AFTER, True, 'config.toml', None) == []
-    got = maintenance.node(facts(unit='rke2-agent', installed=('580.178.04',)), None, [], reasons)
+    assert maintenance_reasons.restart_reasons(AFTER, True, 'config.toml', None) == []
+    got = maintenance_reasons.node(facts(unit='rke2-agent', installed=('580.178.04',)), None, [], reasons)
     assert got['disruptive'] and got['restart'] == reasons

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Rollout planning and GPU pod selection (plugins/module_utils/maintenance.py).
+"""Rollout planning and GPU pod selection (plugins/module_utils/maintenance_*.py).
 
 Nodes are the recorded RKE2 node of tests/fixtures/k8s-nodes (SOURCE.md there), copied and changed
 per case (unschedulable, labels). No recorded Pod list was at hand: the pods are written here from
@@ -13,7 +13,9 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance
+from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_nodes
+from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_plan
+from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_reasons
 from ansible_collections.baremetal.gpu.tests.unit.plugins.module_utils.real_node import named as node
 
 HOSTS = ['gpu-a', 'gpu-b', 'gpu-c', 'gpu-d']
@@ -23,7 +25,7 @@ HOSTS = ['gpu-a', 'gpu-b', 'gpu-c', 'gpu-d']
     (1, 4, 1), ('2', 4, 2), ('25%', 4, 1), ('50%', 4, 2), ('100%', 4, 4), ('10%', 4, 1), ('25%', 100, 25),
 ])
 def test_parse_count(value, total, expected):
-    assert maintenance.parse_count(value, total, 'node_maintenance_batch_size') == expected
+    assert maintenance_plan.parse_count(value, total, 'node_maintenance_batch_size') == expected
 
 
 @pytest.mark.parametrize('value, words', [
@@ -32,19 +34,19 @@ def test_parse_count(value, total, expected):
 ])
 def test_parse_count_refusals(value, words):
     with pytest.raises(ValueError) as err:
-        maintenance.parse_count(value, 4, 'node_maintenance_batch_size')
+        maintenance_plan.parse_count(value, 4, 'node_maintenance_batch_size')
     assert 'node_maintenance_batch_size' in str(err.value) and words in str(err.value)
 
 
 def unode(host, status_done, api_node=None, role='agent', enabled=False):
     facts = {'rke2': {'unit': 'rke2-' + role, 'role': role, 'units_enabled': ['rke2-' + role] if enabled else []}}
-    return maintenance.upgrade_node(facts, api_node, {'done': status_done, 'reasons': [] if status_done else ['x']})
+    return maintenance_reasons.upgrade_node(facts, api_node, {'done': status_done, 'reasons': [] if status_done else ['x']})
 
 
 def test_upgrade_plan_counts_nodes_already_out():
     apis = {'gpu-a': node('gpu-a'), 'gpu-b': node('gpu-b', unschedulable=True), 'gpu-c': node('gpu-c'), 'gpu-d': None}
     nodes = dict((h, unode(h, False, apis[h])) for h in HOSTS)
-    got = maintenance.plan(2, 2, HOSTS, nodes, [n for n in apis.values() if n], what='moved to branch 595')
+    got = maintenance_plan.plan(2, 2, HOSTS, nodes, [n for n in apis.values() if n], what='moved to branch 595')
     assert got['agent_batch'] == 1 and got['already_unavailable'] == ['gpu-b']
     assert got['pending'] == ['gpu-d', 'gpu-a', 'gpu-b', 'gpu-c'] and got['noop'] is False
     # gpu-d is no node of the cluster: a batch of its own, first.
@@ -53,36 +55,36 @@ def test_upgrade_plan_counts_nodes_already_out():
 
 
 def test_upgrade_plan_resumes_its_own_cordon():
-    apis = {'gpu-a': node('gpu-a', unschedulable=True, labels={maintenance.STATE_LABEL: 'upgrading'}), 'gpu-b': node('gpu-b')}
+    apis = {'gpu-a': node('gpu-a', unschedulable=True, labels={maintenance_nodes.STATE_LABEL: 'upgrading'}), 'gpu-b': node('gpu-b')}
     nodes = dict((h, unode(h, False, apis[h])) for h in apis)
-    got = maintenance.plan(1, 1, ['gpu-a', 'gpu-b'], nodes, list(apis.values()))
+    got = maintenance_plan.plan(1, 1, ['gpu-a', 'gpu-b'], nodes, list(apis.values()))
     assert got['agent_batch'] == 1 and got['already_unavailable'] == []
 
 
 def test_a_node_left_cordoned_after_its_done_record_is_resumed():
     # A kill after the host's done record and before the leave step: the host shows the change done, the Node is still
     # cordoned and labelled upgrading. Before, the plan took it as done and it stayed out of service for good.
-    stuck = node('gpu-a', unschedulable=True, labels={maintenance.STATE_LABEL: 'upgrading'})
+    stuck = node('gpu-a', unschedulable=True, labels={maintenance_nodes.STATE_LABEL: 'upgrading'})
     got = unode('gpu-a', True, stuck)
     assert got['disruptive'] is True and got['resume'] is True and got['done'] is False
     assert got['reasons'] == ['a stopped run left the Node out of service (labelled upgrading): back in service']
-    plan = maintenance.plan(1, 1, ['gpu-a'], {'gpu-a': got}, [stuck])
+    plan = maintenance_plan.plan(1, 1, ['gpu-a'], {'gpu-a': got}, [stuck])
     assert plan['pending'] == ['gpu-a'] and plan['batches'] == [['gpu-a']]
     # Done and back in service: nothing to do.
-    assert unode('gpu-a', True, node('gpu-a', labels={maintenance.STATE_LABEL: 'done'}))['disruptive'] is False
+    assert unode('gpu-a', True, node('gpu-a', labels={maintenance_nodes.STATE_LABEL: 'done'}))['disruptive'] is False
 
 
 def test_upgrade_plan_skip_label_and_done_nodes():
-    apis = {'gpu-a': node('gpu-a', labels={maintenance.SKIP_LABEL: 'true'}),
-            'gpu-b': node('gpu-b', labels={maintenance.STATE_LABEL: 'done'}), 'gpu-c': node('gpu-c')}
+    apis = {'gpu-a': node('gpu-a', labels={maintenance_nodes.SKIP_LABEL: 'true'}),
+            'gpu-b': node('gpu-b', labels={maintenance_nodes.STATE_LABEL: 'done'}), 'gpu-c': node('gpu-c')}
     nodes = {'gpu-a': unode('gpu-a', False, apis['gpu-a']), 'gpu-b': unode('gpu-b', False, apis['gpu-b']),
              'gpu-c': unode('gpu-c', True, apis['gpu-c'])}
-    got = maintenance.plan(1, '25%', ['gpu-a', 'gpu-b', 'gpu-c'], nodes, list(apis.values()))
+    got = maintenance_plan.plan(1, '25%', ['gpu-a', 'gpu-b', 'gpu-c'], nodes, list(apis.values()))
     assert got['skip'] == ['gpu-a'] and got['quiet'] == ['gpu-c'] and got['pending'] == ['gpu-b']
 
 
 def test_upgrade_plan_noop_when_every_node_has_the_branch():
-    got = maintenance.plan(1, 1, HOSTS, dict((h, unode(h, True)) for h in HOSTS), None)
+    got = maintenance_plan.plan(1, 1, HOSTS, dict((h, unode(h, True)) for h in HOSTS), None)
     assert got['noop'] is True and got['pending'] == []
 
 
@@ -91,7 +93,7 @@ def test_upgrade_plan_refuses_when_no_room():
     nodes = {'gpu-a': unode('gpu-a', False, apis[0]), 'gpu-b': unode('gpu-b', False, apis[1]), 'gpu-c': unode('gpu-c', False, node('gpu-c')),
              'gpu-d': unode('gpu-d', False, node('gpu-d'))}
     with pytest.raises(ValueError) as err:
-        maintenance.plan(1, '50%', HOSTS, nodes, apis)
+        maintenance_plan.plan(1, '50%', HOSTS, nodes, apis)
     assert 'node_maintenance_max_unavailable allows 2' in str(err.value) and 'gpu-a, gpu-b' in str(err.value)
 
 
@@ -136,7 +138,7 @@ def test_pods_are_valid_kubernetes_objects():
 
 
 def test_gpu_pods():
-    got = maintenance.gpu_pods(PODS)
+    got = maintenance_nodes.gpu_pods(PODS)
     assert [(p['namespace'], p['name']) for p in got] == [('ml', 'init-gpu'), ('ml', 'mig-job'), ('ml', 'shared'), ('ml', 'train-0')]
     assert got[-1] == {'namespace': 'ml', 'name': 'train-0', 'resources': ['nvidia.com/gpu'], 'owner': 'StatefulSet/train',
                        'empty_dir': True}
@@ -144,7 +146,7 @@ def test_gpu_pods():
 
 
 def test_gpu_pods_with_selector():
-    assert [p['name'] for p in maintenance.gpu_pods(PODS, {'app': 'train'})] == ['train-0']
+    assert [p['name'] for p in maintenance_nodes.gpu_pods(PODS, {'app': 'train'})] == ['train-0']
 
 
 # ---- host_status: is a host done with the move to a branch? ----------------------------------------
@@ -169,19 +171,19 @@ ON_595 = {
     ('libnvidia-container1', ''), ('nvidia-kernel-common-580', '580'),
 ])
 def test_package_branch(name, branch):
-    assert maintenance.package_branch(name) == branch
+    assert maintenance_reasons.package_branch(name) == branch
 
 
 def test_host_on_the_target_and_held_is_done():
-    status = maintenance.host_status(ON_595, {'state': 'done', 'to': '595'}, '595')
+    status = maintenance_reasons.host_status(ON_595, {'state': 'done', 'to': '595'}, '595')
     assert status == {'branch': '595', 'done': True, 'reasons': []}
-    assert maintenance.host_status(ON_595, None, 595)['done']     # installed on day 1, no record
+    assert maintenance_reasons.host_status(ON_595, None, 595)['done']     # installed on day 1, no record
 
 
 def test_host_on_the_old_branch_is_pending():
     facts = dict(ON_595, driver_installed_branches=['580'],
                  driver_stack_packages=['nvidia-utils-580'], driver_held_packages=['nvidia-utils-580'])
-    status = maintenance.host_status(facts, {}, '595')
+    status = maintenance_reasons.host_status(facts, {}, '595')
     assert not status['done'] and status['branch'] == '580'
     assert status['reasons'][0] == 'installed branches: 580'
 
@@ -195,16 +197,16 @@ def test_host_on_the_old_branch_is_pending():
     ({'driver_installed_branches': ['580', '595']}, 'installed branches: 580, 595'),
 ])
 def test_host_with_leftovers_is_not_done(change, words):
-    status = maintenance.host_status(dict(ON_595, **change), {'state': 'done', 'to': '595'}, '595')
+    status = maintenance_reasons.host_status(dict(ON_595, **change), {'state': 'done', 'to': '595'}, '595')
     assert not status['done'] and words in status['reasons']
 
 
 def test_holds_are_not_required_when_holding_is_off():
-    assert maintenance.host_status(dict(ON_595, driver_held_packages=[]), {}, '595', hold=False)['done']
+    assert maintenance_reasons.host_status(dict(ON_595, driver_held_packages=[]), {}, '595', hold=False)['done']
 
 
 @pytest.mark.parametrize('state', ['upgrading', 'failed'])
 def test_an_unfinished_upgrade_goes_through_again(state):
-    status = maintenance.host_status(ON_595, {'state': state, 'to': '595', 'started': '2026-11-23T08:00:00.000001Z'}, '595')
+    status = maintenance_reasons.host_status(ON_595, {'state': state, 'to': '595', 'started': '2026-11-23T08:00:00.000001Z'}, '595')
     assert not status['done']
     assert status['reasons'] == ['its last upgrade (to 595, started 2026-11-23T08:00:00.000001Z) ended in state %s' % state]
