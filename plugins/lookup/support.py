@@ -39,6 +39,9 @@ description:
     the enabled ones in this order, the uninstall takes them off in reverse."
   - V(gpu_holder_services), the host services that keep a GPU open, which a driver change and a GPU reset stop first
     and start again after (the defaults of C(upgrade_stop_services) and C(gpu_health_reset_stop_services)).
+  - V(exporter_pause), the Node label that keeps the dcgm-exporter DaemonSet of C(baremetal.gpu.dcgm_exporter) off a
+    node (C(label), C(value)) and the label selector of the exporter's pods (C(selector)); a GPU reset sets the
+    label, waits for the pod to leave, and removes the label after.
   - V(toolkit_record), the file where container_toolkit records the toolkit packages it installed (before installing
     them), read by its uninstall and the uninstall's plan, which purge only those.
 author:
@@ -50,7 +53,8 @@ options:
     type: list
     elements: str
     choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support, dcgm_exporter,
-              node_name, node_names, toolkit_packages, toolkit_record, cluster_components, gpu_holder_services]
+              node_name, node_names, toolkit_packages, toolkit_record, cluster_components, gpu_holder_services,
+              exporter_pause]
 seealso:
   - plugin: baremetal.gpu.driver_branch_status
     plugin_type: filter
@@ -73,7 +77,8 @@ RETURN = r"""
 _raw:
   description:
     - One entry per term. V(supported_os), V(os_matrix), V(architectures), V(node_names), V(toolkit_packages) and
-      V(cluster_components) are lists; with C(query()) their items are returned as the list. V(driver_support) and V(dcgm_exporter) are dictionaries.
+      V(cluster_components) are lists; with C(query()) their items are returned as the list. V(driver_support),
+      V(dcgm_exporter) and V(exporter_pause) are dictionaries.
   type: raw
 """
 
@@ -133,6 +138,7 @@ DATA = {
     'toolkit_packages': lambda variables, templar: list(support.TOOLKIT_PACKAGES),
     'toolkit_record': lambda variables, templar: support.TOOLKIT_RECORD,
     'gpu_holder_services': lambda variables, templar: list(support.GPU_HOLDER_SERVICES),
+    'exporter_pause': lambda variables, templar: dict(support.EXPORTER_PAUSE),
     'cluster_components': _cluster_components,
 }
 

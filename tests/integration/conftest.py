@@ -146,14 +146,16 @@ PROCESS_INFO = ('<processes>\n\t\t\t<process_info>\n\t\t\t\t<gpu_instance_id>N/A
 
 
 def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100, lost_on_reset=False, hang_on_reset=False,
-             held_first_read=False):
+             held_first_read=False, held_while=None):
     """TEST ONLY. A stand-in nvidia-smi for ``host`` (written into ``tmp_path``) that prints a real capture (the
     H100's by default), changed to a pending row remap (the T4's: a pending page retirement) unless ``healthy``.
     ``nvidia-smi -r -i N`` is logged in <host>.resets; afterwards the unchanged capture is printed when
     ``reset_helps``. With ``lost_on_reset`` the reset also loses the host (<host>.lost: the lossy_local connection of
     connection_plugins/ makes it unreachable from then on). With ``hang_on_reset`` the reset never returns (it
     sleeps, as a reset stuck in the driver does). With ``held_first_read`` its first reading lists a process on the
-    GPU (a pod's, which a drain ends), the later ones none. Returns its path."""
+    GPU (a pod's, which a drain ends), the later ones none. While the file ``held_while`` exists (the API double's
+    watch_pods: a pod that holds the GPU runs on the node), a reset is refused as nvidia-smi refuses it. Returns its
+    path."""
     with open(capture, encoding='utf-8') as handle:
         well = handle.read()
     if capture == H100:
@@ -172,11 +174,14 @@ def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100, lost_on_r
         held = 'if [ ! -e %(b)s.read ]; then touch %(b)s.read; cat %(b)s-held.xml; exit 0; fi\n' % {'b': base}
     path = tmp_path / ('nvidia-smi-%s' % host)
     path.write_text('#!/bin/sh\n# TEST ONLY: a stand-in nvidia-smi printing a real capture\n'
+                    '%(busy)s'
                     'if [ "$1" = -r ]; then echo "$@" >> %(b)s.resets; %(lose)s%(hang)secho "GPU reset"; exit 0; fi\n'
                     '%(held)s'
                     'if [ -e %(b)s.resets ] && [ %(helps)s = yes ]; then cat %(b)s-well.xml; else cat %(b)s.xml; fi\n'
                     % {'b': base, 'helps': 'yes' if reset_helps else 'no', 'lose': ('touch %s.lost; ' % base) if lost_on_reset else '',
-                       'hang': 'exec sleep 300; ' if hang_on_reset else '', 'held': held})
+                       'hang': 'exec sleep 300; ' if hang_on_reset else '', 'held': held,
+                       'busy': ('if [ "$1" = -r ] && [ -e %s ]; then echo "GPU 00000000:18:00.0 is currently in use by another '
+                                'process." >&2; exit 255; fi\n' % held_while) if held_while else ''})
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path)
 

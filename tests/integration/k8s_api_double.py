@@ -14,7 +14,9 @@ kubernetes.core's modules (k8s_info, k8s, k8s_drain) and baremetal.gpu.gpu_node_
 - coordination.k8s.io/v1 Leases: GET, POST (201; 409 AlreadyExists when one of that name exists), PUT
   (409 Conflict on a stale or missing resourceVersion; 404 when none), DELETE, with the discovery of the group;
 - GET /api/v1/pods?fieldSelector=spec.nodeName=<n>&labelSelector=..., GET and DELETE
-  /api/v1/namespaces/<ns>/pods/<name>, POST .../pods/<name>/eviction (the pod is gone afterwards).
+  /api/v1/namespaces/<ns>/pods/<name>, POST .../pods/<name>/eviction (the pod is gone afterwards);
+- the DaemonSet controller's part the tests need: a pod owned by a DaemonSet leaves a Node whose labels its required
+  node affinity no longer admits once the Node is written, and a new pod of it comes back once they admit it again.
 
 Every request is kept (method, path, body) so the tests can assert what was asked, and in which order.
 Status bodies follow the API conventions (metav1.Status).
@@ -72,12 +74,32 @@ def merge_patch(target, patch):
     return target
 
 
+def daemon_pod(pod):
+    return any(o.get('kind') == 'DaemonSet' for o in (pod.get('metadata') or {}).get('ownerReferences') or [])
+
+
+def node_affinity_admits(pod, labels):
+    """Whether a pod's required node affinity admits a Node with ``labels``: its nodeSelectorTerms ORed, the
+    matchExpressions of a term ANDed (In, NotIn, Exists, DoesNotExist); no required affinity admits every Node."""
+    required = (((pod.get('spec') or {}).get('affinity') or {}).get('nodeAffinity') or {}).get(
+        'requiredDuringSchedulingIgnoredDuringExecution') or {}
+    terms = required.get('nodeSelectorTerms') or []
+
+    def admits(expr):
+        key, op, values = expr['key'], expr['operator'], expr.get('values') or []
+        return {'In': labels.get(key) in values, 'NotIn': labels.get(key) not in values,
+                'Exists': key in labels, 'DoesNotExist': key not in labels}[op]
+    return not terms or any(all(admits(e) for e in t.get('matchExpressions') or []) for t in terms)
+
+
 class ApiDouble(LocalServer):
     def __init__(self, token='test-token', version='v1.31.6+rke2r1'):
         self.token = token
         self.version = version
         self.nodes = {}
         self.pods = {}          # (namespace, name) -> Pod
+        self.daemon_pods_off = {}   # (namespace, name) -> a DaemonSet's Pod taken off its Node (the Node's labels)
+        self.pod_watchers = []      # (node name, label, path): path exists while a pod with that label runs there
         self.leases = {}        # (namespace, name) -> Lease
         self.resource_version = 100
         self.conflicts = 0      # writes refused with 409
@@ -114,6 +136,39 @@ class ApiDouble(LocalServer):
 
     def add_pod(self, pod):
         self.pods[(pod['metadata']['namespace'], pod['metadata']['name'])] = copy.deepcopy(pod)
+        self._pods_changed()
+
+    def watch_pods(self, node, label, path):
+        """Keep ``path`` while a pod carrying ``label`` (key=value) runs on Node ``node`` (a stand-in on the node
+        reads it: the pod holds its GPU)."""
+        self.pod_watchers.append((node, label, path))
+        self._pods_changed()
+
+    def _pods_changed(self):
+        for node, label, path in self.pod_watchers:
+            key, value = label.split('=', 1)
+            there = any(p['spec'].get('nodeName') == node and (p['metadata'].get('labels') or {}).get(key) == value
+                        for p in self.pods.values())
+            if there:
+                open(path, 'a', encoding='utf-8').close()
+            elif os.path.exists(path):
+                os.remove(path)
+
+    def _daemonsets(self, node):
+        """As the DaemonSet controller after a write of ``node``: its daemon pods that the Node's labels no longer
+        admit are deleted; those taken off before that the labels admit again come back (a new pod)."""
+        name = node['metadata']['name']
+        labels = node['metadata'].get('labels') or {}
+        for key, pod in sorted(self.pods.items()):
+            if pod['spec'].get('nodeName') == name and daemon_pod(pod) and not node_affinity_admits(pod, labels):
+                self.daemon_pods_off[key] = self.pods.pop(key)
+        for (namespace, pod_name), pod in sorted(self.daemon_pods_off.items()):
+            if pod['spec'].get('nodeName') == name and node_affinity_admits(pod, labels):
+                del self.daemon_pods_off[(namespace, pod_name)]
+                pod = copy.deepcopy(pod)
+                pod['metadata']['name'] = '%s-%d' % (pod_name.rsplit('-', 1)[0], self.resource_version)
+                self.pods[(namespace, pod['metadata']['name'])] = self._bump(pod)
+        self._pods_changed()
 
     def calls(self, method=None):
         """The requests made, without discovery, as 'METHOD path' strings (bodies in self.requests)."""
@@ -183,6 +238,7 @@ class ApiDouble(LocalServer):
                         return self._send(200, merge_patch(copy.deepcopy(node), patch))
                     merge_patch(node, patch)
                     double._bump(node)
+                    double._daemonsets(node)
                 return self._send(200, node)
 
             def _lease(self, method, namespace, name, body):
@@ -239,10 +295,12 @@ class ApiDouble(LocalServer):
                 if sub == 'eviction' and method == 'POST':
                     if not dry_run:
                         del double.pods[key]
+                        double._pods_changed()
                     return self._send(201, status(201, '', ''))
                 if method == 'DELETE':
                     if not dry_run:
                         del double.pods[key]
+                        double._pods_changed()
                     return self._send(200, pod)
                 return self._send(200, pod)
 

@@ -30,7 +30,7 @@ import tarfile
 import pytest
 import yaml
 
-from conftest import ROOT, ansible_env
+from conftest import ROOT, ansible_env, support
 from k8s_objects import Validator, crd_files, crd_fixture, crd_schemas, load_docs, namespace_labels, selector_matches
 
 CHART_DIR = os.environ.get("BAREMETAL_GPU_CHART_DIR", "").strip()
@@ -477,6 +477,19 @@ def test_exporter_reads_the_list_of_its_gpu_class(rendered, host):
     assert others == []
     if variant_of(host) == "datacenter":
         assert "DCGM_FI_DEV_FAN_SPEED" in fields  # the custom metric
+
+
+def test_the_exporter_keeps_off_a_node_labelled_for_a_gpu_reset(rendered):
+    # gpu_health's GPU reset labels the Node (support.EXPORTER_PAUSE) and waits for the pods of its selector to leave:
+    # the real chart's DaemonSet must carry the node affinity that keeps off that label, and its pods that selector.
+    pause = support().EXPORTER_PAUSE
+    ds, = [d for d in by_kind(objects(rendered, FULL_HOSTS[0], "dcgm_exporter"), "DaemonSet")
+           if d["metadata"]["name"].endswith("dcgm-exporter")]
+    template = ds["spec"]["template"]
+    terms = template["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": pause["label"], "operator": "NotIn", "values": [pause["value"]]}]}]
+    key, value = pause["selector"].split("=", 1)
+    assert template["metadata"]["labels"][key] == value
 
 
 @pytest.mark.parametrize("host", FULL_HOSTS)

@@ -21,7 +21,7 @@ import time
 
 import yaml
 
-from conftest import H100, ROOT, T4, ansible_env, pod, real_node, stand_in
+from conftest import H100, ROOT, T4, ansible_env, pod, real_node, stand_in, support
 
 TAINT = 'baremetal.gpu/gpu-unhealthy'
 LABEL = 'baremetal.gpu/gpu-health'
@@ -67,6 +67,19 @@ def start(tmp_path, cluster, health, *args, kubeconfig=None, connection='local',
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ansible_env({
                                 'ANSIBLE_CONNECTION_PLUGINS': os.path.join(os.path.dirname(__file__), 'connection_plugins'),
                                 'BAREMETAL_TEST_LOST_DIR': str(tmp_path)}))
+
+
+def exporter_pod(node):
+    """The pod of baremetal.gpu.dcgm_exporter's DaemonSet on ``node``: the labels of the exporter's pods and the node
+    affinity the role's values give the chart (test_charts.py checks the real chart renders them so)."""
+    pause = support().EXPORTER_PAUSE
+    exporter = pod('nvidia-dcgm-exporter-7x2kq', 'nvidia-dcgm', owner=('DaemonSet', 'nvidia-dcgm-exporter'), node=node)
+    key, value = pause['selector'].split('=', 1)
+    exporter['metadata']['labels'] = {key: value, 'app.kubernetes.io/instance': 'nvidia-dcgm-exporter'}
+    exporter['spec']['affinity'] = {'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': {
+        'nodeSelectorTerms': [{'matchExpressions': [{'key': pause['label'], 'operator': 'NotIn',
+                                                     'values': [pause['value']]}]}]}}}
+    return exporter
 
 
 def node_writes(cluster):
@@ -214,17 +227,29 @@ def unschedulable_writes(cluster, name):
 def test_remediate_resets_the_gpu_out_of_service_and_puts_the_node_back(tmp_path, cluster):
     add_node(cluster, 'n-gpu-a')
     add_node(cluster, 'n-gpu-b')
+    # The node's dcgm-exporter pod holds its GPU (the stand-in refuses a reset while it runs there), and the drain
+    # leaves a DaemonSet's pod: the reset must take it off first.
+    pause = support().EXPORTER_PAUSE
+    cluster.add_pod(exporter_pod('n-gpu-a'))
+    held = str(tmp_path / 'gpu-a.exporter')
+    cluster.watch_pods('n-gpu-a', pause['selector'], held)
     # Check mode: says what it would do; no reset, no Node stored, no lock.
     rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '--check', '-e', 'gpu_health_action=remediate',
-                  reset_helps=True)
+                  reset_helps=True, held_while=held)
     assert rc == 0, out[-5000:]
     assert 'CHECK MODE: gpu-a would get a reset gpu' in out.replace('\n', ' '), out[-3000:]
     assert not (tmp_path / 'gpu-a.resets').exists() and not node_writes(cluster) and not cluster.leases
+    assert [p['metadata']['name'] for p in cluster.pods.values()] == ['nvidia-dcgm-exporter-7x2kq']
     rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '-e', 'gpu_health_action=remediate',
-                  reset_helps=True)
+                  reset_helps=True, held_while=held)
     assert rc == 0, out[-5000:]
-    # The GPU no process holds was reset, once, on the unhealthy node only.
+    # The GPU no process holds was reset, once, on the unhealthy node only (the exporter's pod was off then: the
+    # stand-in refuses a reset while it runs).
     assert (tmp_path / 'gpu-a.resets').read_text().split() == ['-r', '-i', '0']
+    # The exporter is back on the node (a new pod of its DaemonSet) and the Node's label gone.
+    assert pause['label'] not in cluster.nodes['n-gpu-a']['metadata']['labels']
+    back = [p['metadata']['name'] for p in cluster.pods.values() if p['spec']['nodeName'] == 'n-gpu-a']
+    assert len(back) == 1 and back != ['nvidia-dcgm-exporter-7x2kq'], back
     assert not (tmp_path / 'gpu-b.resets').exists()
     # Out of service for the reset (cordoned first), back in service after it, labelled done; the lock released.
     assert unschedulable_writes(cluster, 'n-gpu-a')[:1] == [True], cluster.requests

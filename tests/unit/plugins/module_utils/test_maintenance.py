@@ -24,6 +24,7 @@ from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_m
 from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_nodes
 from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_plan
 from ansible_collections.baremetal.gpu.plugins.module_utils import maintenance_reasons
+from ansible_collections.baremetal.gpu.plugins.module_utils import support
 from ansible_collections.baremetal.gpu.tests.unit.plugins.module_utils.real_node import NORI, named as api
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures')
@@ -716,6 +717,20 @@ def test_a_gpu_reset_or_a_reboot_is_disruptive_on_a_node_of_a_cluster():
     assert got['disruptive'] and got['resume']
     # A node out of service under this label is this engine's own (a crash to resume), as under the others.
     assert maintenance_nodes.ours(left)
+    assert not got['exporter_paused']
+
+
+def test_a_remediation_killed_while_the_exporter_was_off_says_so_for_the_next_one():
+    # The reset's label that keeps the dcgm-exporter pod off (support.EXPORTER_PAUSE), left by a killed run on a node
+    # resumed with nothing left to do: its change lets the exporter back (remediate.yml).
+    pause = support.EXPORTER_PAUSE
+    left = api('nori', unschedulable=True, labels={maintenance_nodes.REMEDIATION_LABEL: 'upgrading',
+                                                   pause['label']: pause['value']})
+    got = maintenance_reasons.remediate_node(facts(unit='rke2-agent'), left, {'step': 'none'})
+    assert got['exporter_paused'] and got['resume'] and got['disruptive']
+    # Someone else's value of the label is not ours to remove.
+    other = api('nori', labels={pause['label']: 'off-for-maintenance'})
+    assert not maintenance_reasons.remediate_node(facts(unit='rke2-agent'), other, {'step': 'none'})['exporter_paused']
 
 
 def test_the_uninstall_plan_takes_servers_one_at_a_time():
