@@ -16,6 +16,7 @@ kubernetes.core's k8s_info and k8s (JSON merge patch).
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -64,7 +65,7 @@ def start(tmp_path, cluster, health, *args, kubeconfig=None, connection='local',
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
     return subprocess.Popen(['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'),
                              os.path.join(ROOT, 'playbooks', 'gpu_health.yml')] + list(args),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ansible_env({
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, env=ansible_env({
                                 'ANSIBLE_CONNECTION_PLUGINS': os.path.join(os.path.dirname(__file__), 'connection_plugins'),
                                 'BAREMETAL_TEST_LOST_DIR': str(tmp_path)}))
 
@@ -327,6 +328,57 @@ def test_a_gpu_reset_that_hangs_is_killed_and_the_node_stays_cordoned_failed(tmp
     node = cluster.nodes['n-gpu-a']
     assert node['spec'].get('unschedulable') is True, node['spec']
     assert node['metadata']['labels'][REMEDIATION] == 'failed', node['metadata']['labels']
+    assert lease_holder(cluster) in (None, ''), cluster.leases
+
+
+def killed_at(proc, marker, after):
+    """kill -9 the run's whole process group (ansible-playbook, its workers and the module they run) as soon as it
+    prints a line starting with ``marker`` once it printed one containing ``after``; returns its output."""
+    out = []
+    seen = False
+    for line in proc.stdout:
+        out.append(line)
+        seen = seen or after in line
+        if seen and line.startswith(marker):
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+    out.append(proc.stdout.read())
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, ''.join(out)[-3000:]
+    return ''.join(out)
+
+
+def test_a_run_killed_at_the_gpu_reset_is_finished_by_the_next_one(tmp_path, cluster):
+    """kill -9 of the remediation when its GPU reset starts: the node is cordoned, its exporter pod off (the Node's
+    label), its GPU services stopped, the lock held. The GPU reads healthy afterwards (as when the killed reset went
+    through). The next run takes the expired lock over, plans again under it, resumes the node (its Node label says
+    upgrading), lets the exporter back although it resets nothing, and puts the node back in service as it was
+    before the killed run: nothing left cordoned or labelled, the lock released."""
+    add_node(cluster, 'n-gpu-a')
+    add_node(cluster, 'n-gpu-b')
+    pause = support().EXPORTER_PAUSE
+    cluster.add_pod(exporter_pod('n-gpu-a'))
+    held = str(tmp_path / 'gpu-a.exporter')
+    cluster.watch_pods('n-gpu-a', pause['selector'], held)
+    # A lease just longer than the waits of one batch (30 s here), so that the next run can take it over.
+    proc = start(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '-e', 'gpu_health_action=remediate',
+                 '-e', 'node_maintenance_lock_lease_duration=31', reset_helps=True, held_while=held)
+    out = killed_at(proc, 'TASK [baremetal.gpu.gpu_health : Remediate | Reset the GPUs no process holds',
+                    'exporter_pause.yml for gpu-a')
+    node = cluster.nodes['n-gpu-a']
+    assert node['spec'].get('unschedulable') is True and node['metadata']['labels'][REMEDIATION] == 'upgrading', out[-3000:]
+    assert node['metadata']['labels'][pause['label']] == pause['value'] and not os.path.exists(held)
+    assert lease_holder(cluster)
+    rc, out = run(tmp_path, cluster, {'gpu-a': True, 'gpu-b': True}, '-e', 'gpu_health_action=remediate',
+                  '-e', 'node_maintenance_lock_timeout=90', held_while=held)
+    assert rc == 0, out[-5000:]
+    assert 'expired' in out, out[-3000:]
+    node = cluster.nodes['n-gpu-a']
+    assert not node['spec'].get('unschedulable'), node['spec']
+    assert node['metadata']['labels'][REMEDIATION] == 'done'
+    assert pause['label'] not in node['metadata']['labels'] and os.path.exists(held), node['metadata']['labels']
+    assert not (tmp_path / 'gpu-a.resets').exists(), 'nothing to reset: the GPU reads healthy'
+    assert not cluster.nodes['n-gpu-b']['spec'].get('unschedulable')
     assert lease_holder(cluster) in (None, ''), cluster.leases
 
 
