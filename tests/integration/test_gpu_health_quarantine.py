@@ -83,6 +83,18 @@ def exporter_pod(node):
     return exporter
 
 
+def two_nodes_and_an_exporter(tmp_path, cluster):
+    """Nodes n-gpu-a and n-gpu-b, the exporter's pod on n-gpu-a, and the file that says it runs there (for the
+    stand-in's held_while). Returns (support.EXPORTER_PAUSE, that file)."""
+    add_node(cluster, 'n-gpu-a')
+    add_node(cluster, 'n-gpu-b')
+    pause = support().EXPORTER_PAUSE
+    cluster.add_pod(exporter_pod('n-gpu-a'))
+    held = str(tmp_path / 'gpu-a.exporter')
+    cluster.watch_pods('n-gpu-a', pause['selector'], held)
+    return pause, held
+
+
 def node_writes(cluster):
     """The Node writes that change the Node (a server-side dry run, ?dryRun=All, stores nothing)."""
     return [(m, p, b) for m, p, b in cluster.requests
@@ -226,14 +238,9 @@ def unschedulable_writes(cluster, name):
 
 
 def test_remediate_resets_the_gpu_out_of_service_and_puts_the_node_back(tmp_path, cluster):
-    add_node(cluster, 'n-gpu-a')
-    add_node(cluster, 'n-gpu-b')
     # The node's dcgm-exporter pod holds its GPU (the stand-in refuses a reset while it runs there), and the drain
     # leaves a DaemonSet's pod: the reset must take it off first.
-    pause = support().EXPORTER_PAUSE
-    cluster.add_pod(exporter_pod('n-gpu-a'))
-    held = str(tmp_path / 'gpu-a.exporter')
-    cluster.watch_pods('n-gpu-a', pause['selector'], held)
+    pause, held = two_nodes_and_an_exporter(tmp_path, cluster)
     # Check mode: says what it would do; no reset, no Node stored, no lock.
     rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '--check', '-e', 'gpu_health_action=remediate',
                   reset_helps=True, held_while=held)
@@ -354,12 +361,7 @@ def test_a_run_killed_at_the_gpu_reset_is_finished_by_the_next_one(tmp_path, clu
     through). The next run takes the expired lock over, plans again under it, resumes the node (its Node label says
     upgrading), lets the exporter back although it resets nothing, and puts the node back in service as it was
     before the killed run: nothing left cordoned or labelled, the lock released."""
-    add_node(cluster, 'n-gpu-a')
-    add_node(cluster, 'n-gpu-b')
-    pause = support().EXPORTER_PAUSE
-    cluster.add_pod(exporter_pod('n-gpu-a'))
-    held = str(tmp_path / 'gpu-a.exporter')
-    cluster.watch_pods('n-gpu-a', pause['selector'], held)
+    pause, held = two_nodes_and_an_exporter(tmp_path, cluster)
     # A lease just longer than the waits of one batch (30 s here), so that the next run can take it over.
     proc = start(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '-e', 'gpu_health_action=remediate',
                  '-e', 'node_maintenance_lock_lease_duration=31', reset_helps=True, held_while=held)
