@@ -41,7 +41,7 @@ TOOLKIT_PACKAGES = ('nvidia-container-toolkit', 'nvidia-container-toolkit-base',
 GPU_HOLDER_SERVICES = ('nvidia-dcgm', 'dcgm', 'nvidia-persistenced', 'nvidia-fabricmanager')
 # The node's dcgm-exporter pod holds the GPU too (its embedded DCGM), and a drain leaves a DaemonSet's pod. dcgm_exporter's
 # values keep the DaemonSet off a Node labelled EXPORTER_PAUSE (node affinity NotIn); gpu_health's GPU reset sets the
-# label, waits until no pod of EXPORTER_POD_SELECTOR is left on the Node, resets, and removes the label (the
+# label, waits until no pod of its selector is left on the Node, resets, and removes the label (the
 # DaemonSet controller then starts the pod again). The GPU Operator pauses its operands the same way
 # (nvidia.com/gpu.deploy.<operand> labels).
 EXPORTER_PAUSE = {'label': 'baremetal.gpu/dcgm-exporter', 'value': 'paused',

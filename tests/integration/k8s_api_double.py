@@ -29,7 +29,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "unit", "plugins", "modules"))
 # pylint: disable=wrong-import-position
-from k8s_replay import JsonHandler, LocalServer, selector_matches, status, write_kubeconfig  # noqa: E402
+from k8s_replay import JsonHandler, LocalServer, label_selector_matches, selector_matches, status, write_kubeconfig  # noqa: E402
 
 __all__ = ['ApiDouble', 'merge_patch', 'write_kubeconfig']
 
@@ -79,17 +79,13 @@ def daemon_pod(pod):
 
 
 def node_affinity_admits(pod, labels):
-    """Whether a pod's required node affinity admits a Node with ``labels``: its nodeSelectorTerms ORed, the
-    matchExpressions of a term ANDed (In, NotIn, Exists, DoesNotExist); no required affinity admits every Node."""
+    """Whether a pod's required node affinity admits a Node with ``labels``: any of its nodeSelectorTerms, each a
+    label selector's matchExpressions; no required affinity admits every Node."""
     required = (((pod.get('spec') or {}).get('affinity') or {}).get('nodeAffinity') or {}).get(
         'requiredDuringSchedulingIgnoredDuringExecution') or {}
     terms = required.get('nodeSelectorTerms') or []
-
-    def admits(expr):
-        key, op, values = expr['key'], expr['operator'], expr.get('values') or []
-        return {'In': labels.get(key) in values, 'NotIn': labels.get(key) not in values,
-                'Exists': key in labels, 'DoesNotExist': key not in labels}[op]
-    return not terms or any(all(admits(e) for e in t.get('matchExpressions') or []) for t in terms)
+    return not terms or any(label_selector_matches({'matchExpressions': t.get('matchExpressions') or []}, labels)
+                            for t in terms)
 
 
 class ApiDouble(LocalServer):

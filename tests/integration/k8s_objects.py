@@ -6,18 +6,23 @@
   Kubernetes version, custom resources with jsonschema against the openAPIV3Schema of the CRDs in
   tests/fixtures/crds. An object of a kind with no schema is an error, never skipped;
 - selector_matches: Kubernetes label selectors (matchLabels, matchExpressions), for Prometheus's
-  ServiceMonitor and rule selectors.
+  ServiceMonitor and rule selectors (k8s_replay's label_selector_matches, which the API double uses too).
 """
 import functools
 import glob
 import gzip
 import os
+import sys
 
 import jsonschema
 import kubernetes_validate
 import yaml
 
 from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "unit", "plugins", "modules"))
+# pylint: disable=wrong-import-position
+from k8s_replay import label_selector_matches as selector_matches  # noqa: E402,F401  pylint: disable=unused-import
 
 CRD_DIR = os.path.join(ROOT, "tests", "fixtures", "crds")
 
@@ -96,27 +101,6 @@ class Validator(object):
             raise AssertionError("no CRD schema for %s %s (tests/fixtures/crds)" % key)
         kubernetes_validate.validate(obj, self.k8s_version, strict=True)
         return "builtin"
-
-
-def selector_matches(selector, labels):
-    """Kubernetes LabelSelector semantics; ``None`` matches nothing, ``{}`` matches everything."""
-    if selector is None:
-        return False
-    labels = labels or {}
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
 
 
 def namespace_labels(namespace_obj):

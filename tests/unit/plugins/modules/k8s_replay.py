@@ -97,6 +97,28 @@ def selector_matches(selector, labels):
     return True
 
 
+def label_selector_matches(selector, labels):
+    """Kubernetes LabelSelector semantics (matchLabels, matchExpressions with In, NotIn, Exists, DoesNotExist; a
+    node affinity's term has the same matchExpressions); ``None`` matches nothing, ``{}`` matches everything."""
+    if selector is None:
+        return False
+    labels = labels or {}
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
 class JsonHandler(BaseHTTPRequestHandler):
     """The request handler every API stand-in of the tests builds on: quiet, JSON in and out."""
 
