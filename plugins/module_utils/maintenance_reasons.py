@@ -44,7 +44,7 @@ def host_status(facts, record, target, hold=True):
     only ``target`` is installed, no package of another branch is left, every DKMS build is of
     ``target``, the target's packages are held (when ``hold``), and no earlier upgrade of this host was
     left unfinished (record state upgrading or failed: it goes through the whole path again, so that a
-    node cordoned by a crashed run is checked and uncordoned). Returns {branch, done, reasons}:
+    node cordoned by a crashed run is checked and uncordoned). Returns {branch, done, reasons, target}:
     branch is the single installed branch ('' when none or several).
     """
     target = str(target)
@@ -67,7 +67,7 @@ def host_status(facts, record, target, hold=True):
     if record.get('state') in UNFINISHED_STATES:
         reasons.append('its last upgrade (to %s, started %s) ended in state %s' % (
             record.get('to') or '?', record.get('started') or '?', record.get('state')))
-    return {'branch': branches[0] if len(branches) == 1 else '', 'done': not reasons, 'reasons': reasons}
+    return {'branch': branches[0] if len(branches) == 1 else '', 'done': not reasons, 'reasons': reasons, 'target': target}
 
 
 # The options table of the nvidia runtime in a containerd config (versions 2, 3 and 4), as the
@@ -284,6 +284,9 @@ def upgrade_node(facts, api_node, status):
     # and the leave step puts it back in service.
     resume = bool(api_node) and ours(api_node)
     reasons = list((status or {}).get('reasons') or [])
+    if (status or {}).get('target'):
+        # The first reason says the change (the engine's enter step annotates the Node with the reasons).
+        reasons.insert(0, 'to driver branch %s' % status['target'])
     if done and resume:
         reasons = ['a stopped run left the Node out of service (labelled upgrading): back in service']
     return {'in_cluster': in_cluster, 'role': (rke2.get('role') or '') if in_cluster else '', 'unit': unit,

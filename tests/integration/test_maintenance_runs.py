@@ -35,7 +35,7 @@ LOCK_PLAY = """---
   hosts: maint
   gather_facts: false
   vars:
-    # What roles/upgrade/tasks/main.yml passes to the engine's cordon, uncordon and mark_failed.
+    # What the engine's enter step passes to its cordon, uncordon and mark_failed for the rollout kind upgrade.
     __node_maintenance_state_label: baremetal.gpu/driver-upgrade
     __node_maintenance_enter_reason: to driver branch {{ upgrade_driver_branch }}
   tasks:
@@ -114,7 +114,7 @@ BATCH_PLAY = """---
   hosts: maint
   gather_facts: false
   vars:
-    # What roles/upgrade/tasks/main.yml passes to the engine's cordon, uncordon and mark_failed.
+    # What the engine's enter step passes to its cordon, uncordon and mark_failed for the rollout kind upgrade.
     __node_maintenance_state_label: baremetal.gpu/driver-upgrade
     __node_maintenance_enter_reason: to driver branch {{ upgrade_driver_branch }}
   serial: [3, 1]

@@ -27,7 +27,7 @@ PLAY = """---
   hosts: gpu-a
   gather_facts: false
   vars:
-    # What roles/upgrade/tasks/main.yml passes to the engine's cordon, uncordon and mark_failed.
+    # What the engine's enter step passes to its cordon, uncordon and mark_failed for the rollout kind upgrade.
     __node_maintenance_state_label: baremetal.gpu/driver-upgrade
     __node_maintenance_enter_reason: to driver branch {{ upgrade_driver_branch }}
   tasks:

@@ -377,15 +377,10 @@ CROSS_ROLE_PRIVATE_NAMES = {
     ('runtime_class', '__cluster_addons_render'),
     ('runtime_class', '__cluster_addons_runtime_class'),
     ('upgrade', '__node_maintenance_api_host'),
-    ('upgrade', '__node_maintenance_enter_reason'),
-    ('upgrade', '__node_maintenance_lost'),
     ('upgrade', '__node_maintenance_mapping_in_cluster'),
     ('upgrade', '__node_maintenance_mapping_node'),
     ('upgrade', '__node_maintenance_node_addresses'),
     ('upgrade', '__node_maintenance_node_names'),
-    ('upgrade', '__node_maintenance_reason'),
-    ('upgrade', '__node_maintenance_running_services'),
-    ('upgrade', '__node_maintenance_state_label'),
 }
 
 

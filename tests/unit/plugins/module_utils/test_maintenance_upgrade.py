@@ -43,6 +43,17 @@ def unode(host, status_done, api_node=None, role='agent', enabled=False):
     return maintenance_reasons.upgrade_node(facts, api_node, {'done': status_done, 'reasons': [] if status_done else ['x']})
 
 
+def test_the_first_reason_of_a_pending_node_says_the_change():
+    """The engine's enter step annotates the Node with the reasons: the first says where the node goes."""
+    facts = dict(ON_595, driver_installed_branches=['580'], driver_stack_packages=['nvidia-utils-580'])
+    got = maintenance_reasons.upgrade_node(facts, None, maintenance_reasons.host_status(facts, {}, '595'))
+    assert got['disruptive'] and got['reasons'][:2] == ['to driver branch 595', 'installed branches: 580']
+    resumed = maintenance_reasons.upgrade_node(ON_595, node('gpu-a', labels={'baremetal.gpu/driver-upgrade': 'upgrading'}),
+                                               maintenance_reasons.host_status(ON_595, {}, '595'))
+    assert resumed['resume'] and resumed['reasons'] == [
+        'a stopped run left the Node out of service (labelled upgrading): back in service']
+
+
 def test_upgrade_plan_counts_nodes_already_out():
     apis = {'gpu-a': node('gpu-a'), 'gpu-b': node('gpu-b', unschedulable=True), 'gpu-c': node('gpu-c'), 'gpu-d': None}
     nodes = dict((h, unode(h, False, apis[h])) for h in HOSTS)
@@ -176,7 +187,7 @@ def test_package_branch(name, branch):
 
 def test_host_on_the_target_and_held_is_done():
     status = maintenance_reasons.host_status(ON_595, {'state': 'done', 'to': '595'}, '595')
-    assert status == {'branch': '595', 'done': True, 'reasons': []}
+    assert status == {'branch': '595', 'done': True, 'reasons': [], 'target': '595'}
     assert maintenance_reasons.host_status(ON_595, None, 595)['done']     # installed on day 1, no record
 
 
