@@ -2,10 +2,10 @@
 
 No Kubernetes API and no driver change run here. The GPU nodes are this machine (connection local), the Nodes the
 real RKE2 Node of tests/fixtures/k8s-nodes under each host's name; the double answers as the API server does
-(409 on a stale resourceVersion, Leases 201/409). What runs for real: the playbook, the engine's plan, lock, batch,
-enter, failed and stop steps, roles/upgrade's plan and its change up to nvidia_driver, which refuses a bad input
-(nvidia_driver_module_build) at its argument check, before anything on the host changes: the failure path of a
-branch change, from the cordon to the released lock. The success path (a real branch change) is
+(409 on a stale resourceVersion, Leases 201/409). What runs for real: the playbook, the engine's plan (with
+roles/upgrade's status), lock, batch, enter, failed and stop steps, and roles/upgrade's change up to nvidia_driver,
+which refuses a bad input (nvidia_driver_module_build) at its argument check, before anything on the host changes:
+the failure path of a branch change, from the cordon to the released lock. The success path (a real branch change) is
 molecule/upgrade_driver's, on podman nodes without a cluster API.
 """
 import json

@@ -376,11 +376,6 @@ CROSS_ROLE_PRIVATE_NAMES = {
     ('node_maintenance', '__rke2_nvidia_runtime_restart_reasons'),
     ('runtime_class', '__cluster_addons_render'),
     ('runtime_class', '__cluster_addons_runtime_class'),
-    ('upgrade', '__node_maintenance_api_host'),
-    ('upgrade', '__node_maintenance_mapping_in_cluster'),
-    ('upgrade', '__node_maintenance_mapping_node'),
-    ('upgrade', '__node_maintenance_node_addresses'),
-    ('upgrade', '__node_maintenance_node_names'),
 }
 
 

@@ -36,7 +36,7 @@ CANDIDATES = [
     ('upgrade_driver.yml', 'upgrade: lock taken', 'TASK [baremetal.gpu.node_maintenance : Lock | Say who holds the lock now', 0),
     ('upgrade_driver.yml', 'upgrade: enter (record upgrading written)',
      'TASK [baremetal.gpu.upgrade : Stop what holds the GPU, change the branch', 0),
-    ('upgrade_driver.yml', 'upgrade: change, GPU services stopped', 'TASK [baremetal.gpu.upgrade : Change | Stop those that run', 1),
+    ('upgrade_driver.yml', 'upgrade: change, GPU services stopped', 'TASK [baremetal.gpu.node_maintenance : GPU holders | Stop them', 1),
     # dpkg itself killed half-way (DPKG below): the test-only trigger package of prepare.yml holds dpkg inside the role's
     # apt transaction until apt, dpkg and ansible-playbook are all killed, as a dropped SSH session kills them.
     ('upgrade_driver.yml', 'upgrade: change, dpkg killed inside the apt transaction',

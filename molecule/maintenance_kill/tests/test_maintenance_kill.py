@@ -34,6 +34,9 @@ def test_dpkg_is_not_left_half_way(host):
 def test_no_record_is_left_upgrading_or_failed(host):
     record = json.loads(host.file(STATE + "/driver-upgrade.json").content_string)
     assert record["state"] == "done" and record["to"] == "595"
+    # The engine's record of the upgrade (upgrade-rollout.json: every node went through a batch of the upgrade) and
+    # of day 1 (host-rollout.json, when a day-1 run disrupted the node).
+    assert json.loads(host.file(STATE + "/upgrade-rollout.json").content_string)["state"] == "done"
     rollout = host.file(STATE + "/host-rollout.json")
     if rollout.exists:
         assert json.loads(rollout.content_string)["state"] == "done"
@@ -41,8 +44,9 @@ def test_no_record_is_left_upgrading_or_failed(host):
 
 def test_the_gpu_service_the_killed_upgrade_stopped_runs_again(host):
     """Every seed kills the upgrade just after it stopped the GPU holders (here the test-only unit of prepare.yml):
-    the next run reads them from the record the killed run wrote before stopping them, and starts them again."""
-    record = json.loads(host.file(STATE + "/driver-upgrade.json").content_string)
+    the next run reads them from the engine's record, which the killed run wrote before stopping them, and starts them
+    again."""
+    record = json.loads(host.file(STATE + "/upgrade-rollout.json").content_string)
     assert "baremetal-test-gpu-holder" in record["services"]
     assert host.service("baremetal-test-gpu-holder").is_running
 
