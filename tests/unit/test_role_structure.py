@@ -369,8 +369,6 @@ CROSS_ROLE_PRIVATE_NAMES = {
     ('dcgm_exporter', '__cluster_addons_runtime_class'),
     ('device_plugin', '__cluster_addons_prerequisites'),
     ('device_plugin', '__cluster_addons_render'),
-    ('gpu_health', '__node_maintenance_node_name'),
-    ('gpu_health', '__node_maintenance_plan_fact'),
     ('host_common', '__nvidia_driver_os'),
     ('node_maintenance', '__nvidia_driver_apt_info'),
     ('node_maintenance', '__rke2_nvidia_runtime_restart_reasons'),
