@@ -384,6 +384,38 @@ def test_a_run_killed_at_the_gpu_reset_is_finished_by_the_next_one(tmp_path, clu
     assert lease_holder(cluster) in (None, ''), cluster.leases
 
 
+def test_a_quarantine_killed_in_its_drain_is_finished_by_the_next_run_without_a_second_taint(tmp_path, cluster):
+    """kill -9 of the quarantine with gpu_health_drain (its whole process group) as it deletes the GPU pods of the
+    Node it just tainted: the taint is on, the GPU pod still runs, the lock is held. The next run takes the expired
+    lock over, finds the Node under our taint already (no second taint, the Node not written again), deletes the GPU
+    pod only, and releases the lock."""
+    add_node(cluster, 'n-gpu-a')
+    add_node(cluster, 'n-gpu-b')
+    for item in (pod('train-0', 'ml', {'nvidia.com/gpu': '1'}, owner=('StatefulSet', 'train'), node='n-gpu-a'),
+                 pod('web-0', 'default', {'cpu': '1'}, owner=('ReplicaSet', 'web'), node='n-gpu-a'),
+                 pod('infer-0', 'ml', {'nvidia.com/gpu': '1'}, owner=('StatefulSet', 'infer'), node='n-gpu-b')):
+        cluster.add_pod(item)
+    health = {'gpu-a': False, 'gpu-b': True}
+    # A lease just longer than the waits of one batch (30 s here), so that the next run can take it over.
+    proc = start(tmp_path, cluster, health, '-e', 'gpu_health_action=quarantine', '-e', 'gpu_health_drain=true',
+                 '-e', 'node_maintenance_lock_lease_duration=31')
+    out = killed_at(proc, 'TASK [baremetal.gpu.node_maintenance : GPU pods | Delete the pods that hold GPUs',
+                    'Quarantine | Taint or release each Node')
+    ours = [t for t in cluster.nodes['n-gpu-a']['spec'].get('taints') or [] if t['key'] == TAINT]
+    assert len(ours) == 1 and ('ml', 'train-0') in cluster.pods, out[-3000:]
+    assert lease_holder(cluster)
+    writes = len(node_writes(cluster))
+    rc, out = run(tmp_path, cluster, health, '-e', 'gpu_health_action=quarantine', '-e', 'gpu_health_drain=true',
+                  '-e', 'node_maintenance_lock_timeout=90')
+    assert rc == 0, out[-5000:]
+    assert 'expired' in out, out[-3000:]
+    assert sorted(cluster.pods) == [('default', 'web-0'), ('ml', 'infer-0')]
+    assert len(node_writes(cluster)) == writes
+    assert [t for t in cluster.nodes['n-gpu-a']['spec'].get('taints') or [] if t['key'] == TAINT] == ours
+    assert not [t for t in cluster.nodes['n-gpu-b']['spec'].get('taints') or [] if t['key'] == TAINT]
+    assert lease_holder(cluster) in (None, ''), cluster.leases
+
+
 def kernel_log_command(tmp_path, host):
     """The kernel-log command the module ran on ``host`` (the report's commands), or None."""
     report = json.loads((tmp_path / 'reports' / 'gpu_health.json').read_text())

@@ -8,7 +8,9 @@ baremetal.gpu/host-rollout; its plan reads the Node list from the double.
 """
 import copy
 import json
+import os
 import re
+import signal
 import subprocess
 
 import yaml
@@ -82,6 +84,13 @@ def new_node():
 
 
 def run(tmp_path, cluster, steps, extra=None, args=()):
+    proc = start(tmp_path, cluster, steps, extra, args)
+    out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def start(tmp_path, cluster, steps, extra=None, args=()):
+    """run(), started in its own process group: returns the Popen (text stdout and stderr)."""
     inventory = {'all': {
         'hosts': {'gpu-a': {'ansible_connection': 'local', 'baremetal_gpu_node_name': 'nori'}},
         'children': {'baremetal_gpu_cluster_api': {'hosts': {'localhost': {'ansible_connection': 'local'}}}}}}
@@ -95,7 +104,8 @@ def run(tmp_path, cluster, steps, extra=None, args=()):
     (tmp_path / 'play.yml').write_text(cluster_play(ACCEPT_PLAY if steps == 'accept' else PLAY % ''.join(STEP.format(step=s) for s in steps)))
     cmd = ['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'), str(tmp_path / 'play.yml'),
            '-e', '@' + str(tmp_path / 'vars.yml')] + list(args)
-    return subprocess.run(cmd, capture_output=True, text=True, env=ansible_env(), timeout=300, check=False)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ansible_env(),
+                            start_new_session=True)
 
 
 def node(cluster):
@@ -254,3 +264,32 @@ def test_a_new_node_with_an_unhealthy_gpu_stays_cordoned_with_the_reason_and_is_
     meta = node(cluster)['metadata']
     assert meta['labels'][ACCEPT] == 'passed' and meta['labels'][LABEL] == 'done'
     assert node(cluster)['spec'].get('unschedulable') in (None, False)
+
+
+def test_a_run_killed_in_the_acceptance_of_a_new_node_is_finished_by_the_next_one(tmp_path, cluster):
+    """kill -9 of day 1's batch (its whole process group) as the new node's GPUs are checked: the Node is cordoned,
+    labelled upgrading and acceptance pending, its state before kept on it. The next plan holds it for its acceptance
+    again; the next batch checks it, labels it passed and uncordons it: it was schedulable before the killed run, which
+    the annotation kept across the kill, so the rerun's cordon of a cordoned node does not make it stay cordoned."""
+    cluster.add_node(new_node())
+    proc = start(tmp_path, cluster, 'accept', accept_vars(tmp_path, True))
+    for line in proc.stdout:
+        if line.startswith('TASK [baremetal.gpu.gpu_health : Accept | Read the GPUs'):
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    meta = node(cluster)['metadata']
+    assert node(cluster)['spec']['unschedulable'] is True
+    assert meta['labels'][LABEL] == 'upgrading' and meta['labels'][ACCEPT] == 'pending', meta['labels']
+    assert meta['annotations'][INITIAL] == 'false'
+    res = run(tmp_path, cluster, ['plan'],
+              {'node_maintenance_host_rollout_plan': None, 'gpu_health_accept_new_nodes': True}, args=['--skip-tags', 'nvidia_driver'])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert 'acceptance: ' + ACCEPT_REASON in res.stdout and 'Batches: gpu-a' in res.stdout, res.stdout[-3000:]
+    res = run(tmp_path, cluster, 'accept', accept_vars(tmp_path, True))
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    meta = node(cluster)['metadata']
+    assert meta['labels'][ACCEPT] == 'passed' and meta['labels'][LABEL] == 'done', meta['labels']
+    assert node(cluster)['spec'].get('unschedulable') in (None, False)
+    assert INITIAL not in meta['annotations']
