@@ -37,8 +37,9 @@ def maintenance_upgrade_node(facts, api_node=None, status=None):
     return engine_reasons.upgrade_node(dict(facts or {}), api_node or None, dict(status or {}))
 
 
-def maintenance_uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None):
-    return engine_reasons.uninstall_node(dict(facts or {}), api_node or None, bool(runtime_present), list(rke2_files or []))
+def maintenance_uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None, pending_restart=None):
+    return engine_reasons.uninstall_node(dict(facts or {}), api_node or None, bool(runtime_present), list(rke2_files or []),
+                                         dict(pending_restart) if pending_restart else None)
 
 
 def maintenance_remediate_node(facts, api_node=None, remediation=None):

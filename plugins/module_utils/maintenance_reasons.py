@@ -224,7 +224,7 @@ def node(facts, api_node=None, reboot=None, restart=None, label=HOST_ROLLOUT_LAB
             'disruptive': in_cluster and bool(reboot or restart or resume or accept)}
 
 
-def uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None):
+def uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None, pending_restart=None):
     """One host of the uninstall (playbooks/uninstall.yml's host part): what taking the host layer off disrupts.
 
     Purging the driver takes the userland of running GPU pods away, removing the NVIDIA container runtime breaks
@@ -232,8 +232,10 @@ def uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None)
     out of service (cordon, GPU pods deleted, drain), in a batch. ``facts``: ansible_facts['gpu_node'] (driver and
     rke2 subsets); ``runtime_present``: the uninstall removes the NVIDIA container runtime (container_toolkit's
     containerd drop-in is there, or a toolkit package it purges); ``rke2_files``: the files of rke2_nvidia_runtime
-    found on the node. Same shape as node(): in_cluster, why, role, unit, reboot (empty: the
-    uninstall never reboots), restart, reasons, resume, disruptive."""
+    found on the node; ``pending_restart``: rke2_nvidia_runtime's record of an RKE2 restart an earlier run recorded
+    and did not do (killed between the removal of its files and the restart, or held back), or None. Same shape as
+    node(): in_cluster, why, role, unit, reboot (empty: the uninstall never reboots), restart, reasons, resume,
+    disruptive."""
     facts = facts or {}
     reasons = []
     versions = list(facts.get('driver_installed_versions') or [])
@@ -242,6 +244,9 @@ def uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None)
     if runtime_present:
         reasons.append('the NVIDIA container runtime to remove')
     restart = ['%s to remove (RKE2 restarts)' % ', '.join(rke2_files)] if rke2_files else []
+    if pending_restart:
+        restart.append('a restart recorded by an earlier run that stopped before it (%s)'
+                       % (pending_restart.get('recorded') or '?'))
     base = node(facts, api_node, [], restart, label=UNINSTALL_LABEL)
     base['reasons'] = reasons + restart
     base['disruptive'] = bool(base['in_cluster'] and (reasons or base['restart'] or base['resume']))

@@ -241,3 +241,41 @@ def test_kill_during_the_restart(host):
     print("rke2-server when the run was killed: %s" % state)
     assert not host.file(DROPIN).exists
     assert "a restart recorded by an earlier run that stopped before it" in " ".join(out.split()), out[-4000:]
+
+
+UNINSTALL_PLAY = os.path.join(HERE, "uninstall_play.yml")
+REMOVED = "TASK [baremetal.gpu.rke2_nvidia_runtime : Uninstall | Look at RKE2's config.yaml.d"
+
+
+def test_kill_between_the_uninstalls_removal_and_the_restart(host):
+    """The uninstall (its uninstall entry point) killed once its files are gone and before RKE2's restart: the restart
+    was recorded before the removal, so the next uninstall, which finds nothing left to remove, still restarts RKE2
+    (else it would keep a containerd config whose default runtime names a runtime about to go)."""
+    rc, out = play({"rke2_nvidia_runtime_default_runtime": True})
+    assert rc == 0 and host.file(DROPIN).exists, out[-3000:]
+    assert not host.file(PENDING).exists
+    before = invocation(host)
+    env = dict(os.environ, ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
+    proc = subprocess.Popen(["ansible-playbook", "-i", INVENTORY, UNINSTALL_PLAY], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith(REMOVED):
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+    proc.wait(timeout=120)
+    out = "".join(lines)
+    assert proc.returncode == -signal.SIGKILL, out[-3000:]
+    assert not host.file(DROPIN).exists and invocation(host) == before, out[-3000:]
+    assert json.loads(host.file(PENDING).content_string)["reasons"] == [
+        "the files of rke2_nvidia_runtime are removed (uninstall)"]
+    cmd = ["ansible-playbook", "-i", INVENTORY, UNINSTALL_PLAY]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+    flat = " ".join((res.stdout + res.stderr).split())
+    assert res.returncode == 0 and "a restart recorded by an earlier run that stopped before it" in flat, flat[-3000:]
+    assert invocation(host) != before and host.service("rke2-server").is_running
+    assert not host.file(PENDING).exists
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+    flat = " ".join((res.stdout + res.stderr).split())
+    assert res.returncode == 0 and "Nothing of rke2_nvidia_runtime on this node" in flat and "changed=0" in flat, flat[-3000:]

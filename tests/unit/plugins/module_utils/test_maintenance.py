@@ -693,6 +693,19 @@ def test_the_uninstall_disrupts_a_node_of_a_cluster_with_something_to_take_off()
     assert got['disruptive'] and got['resume']
 
 
+def test_a_restart_an_uninstall_killed_before_it_left_pending_restarts_rke2_in_a_batch():
+    """Killed between the removal of rke2_nvidia_runtime's files and RKE2's restart: the files are gone, and only the
+    role's record says RKE2 still runs the config that names them; without it the node looked quiet, and its restart
+    was held back for good."""
+    bare = facts(unit='rke2-agent', installed=(), loaded='')
+    record = {'reasons': ['the files of rke2_nvidia_runtime are removed (uninstall)'], 'unit': 'rke2-agent',
+              'recorded': '2026-11-29T22:30:00.000000Z'}
+    got = maintenance_reasons.uninstall_node(bare, None, False, [], record)
+    assert got['disruptive'] and got['restart'] == [
+        'a restart recorded by an earlier run that stopped before it (2026-11-29T22:30:00.000000Z)']
+    assert not maintenance_reasons.uninstall_node(bare, None, False, [], None)['disruptive']
+
+
 # ---- gpu_health's remediation ------------------------------------------------------------------------------
 
 RESET = {'step': 'reset_gpu', 'gpus': [0], 'reasons': ['GPU 0: row_remap_pending (RESET_GPU) needs a GPU reset']}
