@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
@@ -98,6 +99,24 @@ def run_playbook(playbook, *args, extra_env=None, timeout=600):
     cmd = ["ansible-playbook", "-i", "localhost,", "-c", "local", playbook] + list(args)
     return subprocess.run(cmd, capture_output=True, text=True, env=ansible_env(extra_env),
                           timeout=timeout, check=False)
+
+
+def killed_at(proc, marker, after=''):
+    """kill -9 the run's whole process group (ansible-playbook, its workers and the module they run; ``proc`` started
+    with start_new_session and text stdout) as soon as it prints a line starting with ``marker`` once it printed one
+    containing ``after``; returns its output."""
+    out = []
+    seen = False
+    for line in proc.stdout:
+        out.append(line)
+        seen = seen or after in line
+        if seen and line.startswith(marker):
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+    out.append(proc.stdout.read())
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, ''.join(out)[-3000:]
+    return ''.join(out)
 
 
 @pytest.fixture(scope="session")

@@ -16,13 +16,12 @@ kubernetes.core's k8s_info and k8s (JSON merge patch).
 import json
 import os
 import re
-import signal
 import subprocess
 import time
 
 import yaml
 
-from conftest import H100, ROOT, T4, ansible_env, pod, real_node, stand_in, support
+from conftest import H100, ROOT, T4, ansible_env, killed_at, pod, real_node, stand_in, support
 
 TAINT = 'baremetal.gpu/gpu-unhealthy'
 LABEL = 'baremetal.gpu/gpu-health'
@@ -336,23 +335,6 @@ def test_a_gpu_reset_that_hangs_is_killed_and_the_node_stays_cordoned_failed(tmp
     assert node['spec'].get('unschedulable') is True, node['spec']
     assert node['metadata']['labels'][REMEDIATION] == 'failed', node['metadata']['labels']
     assert lease_holder(cluster) in (None, ''), cluster.leases
-
-
-def killed_at(proc, marker, after):
-    """kill -9 the run's whole process group (ansible-playbook, its workers and the module they run) as soon as it
-    prints a line starting with ``marker`` once it printed one containing ``after``; returns its output."""
-    out = []
-    seen = False
-    for line in proc.stdout:
-        out.append(line)
-        seen = seen or after in line
-        if seen and line.startswith(marker):
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-    out.append(proc.stdout.read())
-    proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, ''.join(out)[-3000:]
-    return ''.join(out)
 
 
 def test_a_run_killed_at_the_gpu_reset_is_finished_by_the_next_one(tmp_path, cluster):

@@ -8,14 +8,12 @@ baremetal.gpu/host-rollout; its plan reads the Node list from the double.
 """
 import copy
 import json
-import os
 import re
-import signal
 import subprocess
 
 import yaml
 
-from conftest import ansible_env, cluster_play, real_node, stand_in
+from conftest import ansible_env, cluster_play, killed_at, real_node, stand_in
 
 NORI = real_node()
 LABEL = 'baremetal.gpu/host-rollout'
@@ -272,13 +270,8 @@ def test_a_run_killed_in_the_acceptance_of_a_new_node_is_finished_by_the_next_on
     again; the next batch checks it, labels it passed and uncordons it: it was schedulable before the killed run, which
     the annotation kept across the kill, so the rerun's cordon of a cordoned node does not make it stay cordoned."""
     cluster.add_node(new_node())
-    proc = start(tmp_path, cluster, 'accept', accept_vars(tmp_path, True))
-    for line in proc.stdout:
-        if line.startswith('TASK [baremetal.gpu.gpu_health : Accept | Read the GPUs'):
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-    proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+    killed_at(start(tmp_path, cluster, 'accept', accept_vars(tmp_path, True)),
+              'TASK [baremetal.gpu.gpu_health : Accept | Read the GPUs')
     meta = node(cluster)['metadata']
     assert node(cluster)['spec']['unschedulable'] is True
     assert meta['labels'][LABEL] == 'upgrading' and meta['labels'][ACCEPT] == 'pending', meta['labels']

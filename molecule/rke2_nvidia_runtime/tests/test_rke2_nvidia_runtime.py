@@ -42,9 +42,9 @@ def fixture(name):
         return fh.read()
 
 
-def play(extra_vars=None, *args):
+def play(extra_vars=None, *args, playbook="scenario_play.yml"):
     env = dict(os.environ, ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    cmd = ["ansible-playbook", "-i", INVENTORY, os.path.join(HERE, "scenario_play.yml"),
+    cmd = ["ansible-playbook", "-i", INVENTORY, os.path.join(HERE, playbook),
            "-e", json.dumps(extra_vars or {})] + list(args)
     res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
     return res.returncode, res.stdout + res.stderr
@@ -171,10 +171,10 @@ DECIDE = "TASK [baremetal.gpu.rke2_nvidia_runtime : Service | Decide whether RKE
 RESTART = "TASK [baremetal.gpu.rke2_nvidia_runtime : Service | Restart RKE2"
 
 
-def play_killed(extra_vars, marker, delay):
-    """scenario_play.yml, kill -9'd (process group) ``delay`` s after a line starting with ``marker``."""
+def play_killed(extra_vars, marker, delay, playbook="scenario_play.yml"):
+    """``playbook`` (scenario_play.yml), kill -9'd (process group) ``delay`` s after a line starting with ``marker``."""
     env = dict(os.environ, ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    cmd = ["ansible-playbook", "-i", INVENTORY, os.path.join(HERE, "scenario_play.yml"), "-e", json.dumps(extra_vars)]
+    cmd = ["ansible-playbook", "-i", INVENTORY, os.path.join(HERE, playbook), "-e", json.dumps(extra_vars)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True)
     lines, timer = [], None
@@ -243,7 +243,6 @@ def test_kill_during_the_restart(host):
     assert "a restart recorded by an earlier run that stopped before it" in " ".join(out.split()), out[-4000:]
 
 
-UNINSTALL_PLAY = os.path.join(HERE, "uninstall_play.yml")
 REMOVED = "TASK [baremetal.gpu.rke2_nvidia_runtime : Uninstall | Look at RKE2's config.yaml.d"
 
 
@@ -255,27 +254,16 @@ def test_kill_between_the_uninstalls_removal_and_the_restart(host):
     assert rc == 0 and host.file(DROPIN).exists, out[-3000:]
     assert not host.file(PENDING).exists
     before = invocation(host)
-    env = dict(os.environ, ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    proc = subprocess.Popen(["ansible-playbook", "-i", INVENTORY, UNINSTALL_PLAY], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if line.startswith(REMOVED):
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-    proc.wait(timeout=120)
-    out = "".join(lines)
-    assert proc.returncode == -signal.SIGKILL, out[-3000:]
+    rc, out, reached = play_killed({}, REMOVED, 0, playbook="uninstall_play.yml")
+    assert reached and rc == -signal.SIGKILL, out[-3000:]
     assert not host.file(DROPIN).exists and invocation(host) == before, out[-3000:]
     assert json.loads(host.file(PENDING).content_string)["reasons"] == [
         "the files of rke2_nvidia_runtime are removed (uninstall)"]
-    cmd = ["ansible-playbook", "-i", INVENTORY, UNINSTALL_PLAY]
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
-    flat = " ".join((res.stdout + res.stderr).split())
-    assert res.returncode == 0 and "a restart recorded by an earlier run that stopped before it" in flat, flat[-3000:]
+    rc, out = play(playbook="uninstall_play.yml")
+    flat = " ".join(out.split())
+    assert rc == 0 and "a restart recorded by an earlier run that stopped before it" in flat, flat[-3000:]
     assert invocation(host) != before and host.service("rke2-server").is_running
     assert not host.file(PENDING).exists
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
-    flat = " ".join((res.stdout + res.stderr).split())
-    assert res.returncode == 0 and "Nothing of rke2_nvidia_runtime on this node" in flat and "changed=0" in flat, flat[-3000:]
+    rc, out = play(playbook="uninstall_play.yml")
+    flat = " ".join(out.split())
+    assert rc == 0 and "Nothing of rke2_nvidia_runtime on this node" in flat and "changed=0" in flat, flat[-3000:]
