@@ -21,6 +21,13 @@ def apt_history_installed(text, commandline_regex):
     return host_uninstall.apt_history_installed(text or '', commandline_regex)
 
 
+def dpkg_not_purged(text):
+    if not isinstance(text, str):
+        raise AnsibleFilterError('baremetal.gpu.dpkg_not_purged: expects the text dpkg-query printed, got %s'
+                                 % type(text).__name__)
+    return host_uninstall.dpkg_not_purged(text)
+
+
 def containerd_config_restore(text, import_entry, dropin, others=None, modified=False):
     return host_uninstall.containerd_config_restore(text, import_entry, dropin, others or [], bool(modified))
 
@@ -62,5 +69,6 @@ class FilterModule(object):
             'containerd_config_restore': containerd_config_restore,
             'dkms_builds_to_remove': dkms_builds_to_remove,
             'docker_daemon_restore': docker_daemon_restore,
+            'dpkg_not_purged': dpkg_not_purged,
             'toolkit_packages_to_purge': toolkit_packages_to_purge,
         }

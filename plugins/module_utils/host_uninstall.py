@@ -9,6 +9,7 @@
 - docker_daemon_restore: daemon.json without the runtime entries the role merged in.
 - toolkit_packages_to_purge: the NVIDIA Container Toolkit packages an uninstall purges (container_toolkit's
   uninstall and the maintenance engine's uninstall plan ask the same question).
+- dpkg_not_purged: of the packages a killed purge was taking off, those dpkg still knows as more than "not installed".
 """
 
 from __future__ import absolute_import, division, print_function
@@ -93,6 +94,25 @@ def apt_history_installed(text, commandline_regex):
         ours.difference_update(gone)
     return {'packages': sorted(ours), 'versions': versions, 'transactions': len(matched),
             'first': matched[0] if matched else '', 'last': matched[-1] if matched else ''}
+
+
+# dpkg-query --showformat '${db:Status-Abbrev}${binary:Package}\n': "rc nvidia-compute-utils-580",
+# "ii libnvidia-compute-580:amd64". The second letter is the package's state; "n" is not installed.
+_STATUS = re.compile(r'^([a-z?])([a-zA-Z?])([a-zA-Z ]?)\s*(\S+?)(?::[^\s:]+)?\s*$')
+
+
+def dpkg_not_purged(text):
+    """Packages whose line of ``dpkg-query --show --showformat '${db:Status-Abbrev}${binary:Package}\\n'`` says
+    dpkg still has something of them: installed, half-installed or half-configured (a dpkg run killed in the middle),
+    or removed with their configuration files left ("rc"), which apt's package list no longer shows as installed.
+    Sorted names, without the architecture. Lines of dpkg-query's errors (a package it never knew) are not status
+    lines and are skipped."""
+    names = set()
+    for line in (text or '').splitlines():
+        match = _STATUS.match(line)
+        if match and match.group(2) != 'n':
+            names.add(match.group(4))
+    return sorted(names)
 
 
 def _upstream(version):

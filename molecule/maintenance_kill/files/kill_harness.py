@@ -8,6 +8,10 @@ kill the harness does NOT finish the job: molecule's converge does, as a user wo
 check the result. Writes a JSON log of the points (--log) that verify reads.
 
     kill_harness.py --inventory INV --playbooks DIR [--seed 18] [--count 6] [--log kills.json]
+
+One point only, without a rerun (molecule/uninstall's side effect; its converge is the rerun):
+
+    kill_harness.py --inventory INV --playbooks DIR --once PLAYBOOK --marker TASK --nodes NODE [--limit NODE] --log F
 """
 import argparse
 import json
@@ -131,6 +135,29 @@ def run_until(cmd, env, marker, delay, timeout=900, nodes=()):
     return killed.is_set(), rc, round(time.monotonic() - start, 1), ''.join(lines[-40:]), ''.join(lines), seen
 
 
+def once(args, env, nodes):
+    """One run of ``args.once`` killed with dpkg held inside the task ``args.marker``; no rerun. 0 when dpkg was
+    left interrupted inside the role's own transaction (its record there), else 1."""
+    cmd = ['ansible-playbook', '-i', args.inventory, os.path.join(args.playbooks, args.once)]
+    cmd += ['--limit', args.limit] if args.limit else []
+    for node in nodes:
+        podman(node, 'sh', '-c', 'mkdir -p %s && touch %s' % (os.path.dirname(ARMED), ARMED))
+    killed, rc, seconds, tail, _output, seen = run_until(cmd, env, args.marker, DPKG, nodes=nodes)
+    for node in nodes:
+        podman(node, 'rm', '-f', ARMED)
+    entry = {'playbook': args.once, 'marker': args.marker, 'killed': killed, 'rc': rc, 'seconds': seconds}
+    entry.update(seen)
+    with open(args.log, 'w') as handle:
+        json.dump(entry, handle, indent=2)
+    print('ONCE: %s %s after %s s; dpkg journal entries %s, the role transaction record %s' % (
+        args.once, 'KILLED with dpkg held' if killed else 'NOT KILLED', seconds, seen.get('dpkg_journal_entries'),
+        'there' if seen.get('record') else 'MISSING'))
+    if not (killed and seen.get('dpkg_journal_entries', 0) > 0 and seen.get('record')):
+        print('ONCE FAILED: dpkg was not left interrupted inside the role\'s transaction.\n%s' % tail)
+        return 1
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument('--inventory', required=True)
@@ -139,7 +166,14 @@ def main():
     parser.add_argument('--count', type=int, default=6)
     parser.add_argument('--log', default='kills.json')
     parser.add_argument('--nodes', default='', help='the test nodes (podman containers), comma-separated')
+    parser.add_argument('--once', metavar='PLAYBOOK', help='one run of PLAYBOOK killed with dpkg held, no rerun')
+    parser.add_argument('--marker', help='with --once: the start of the task line after which dpkg is held')
+    parser.add_argument('--limit', help='with --once: ansible-playbook --limit')
     args = parser.parse_args()
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
+    nodes = [node for node in args.nodes.split(',') if node]
+    if args.once:
+        return once(args, env, nodes)
 
     points = choose(args.seed, args.count)
     print('KILL SEED %d: %d points (replay: KILL_SEED=%d molecule test -s maintenance_kill)' % (
@@ -149,9 +183,7 @@ def main():
         when = 'dpkg held in a node' if delay == DPKG else '%d s' % delay
         print('  point %d: %s (%s, at "%s" + %s)' % (n, what, playbook, marker, when))
     sys.stdout.flush()
-    env = dict(os.environ, ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1')
     log = {'seed': args.seed, 'points': []}
-    nodes = [node for node in args.nodes.split(',') if node]
     dpkg_killed = None
     for n, i in enumerate(points, 1):
         playbook, what, marker, delay = CANDIDATES[i]

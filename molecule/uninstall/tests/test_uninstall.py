@@ -170,3 +170,22 @@ def test_check_mode_after_the_uninstall_reports_no_change():
 def test_check_mode_run_on_the_converged_node_said_what_it_would_do(node):
     log = host(node).check_output("cat /root/check-fresh.log")
     assert "Would purge" in log, log[-3000:]
+
+
+def test_the_killed_uninstall_left_dpkg_interrupted_and_the_rerun_finished_it():
+    """side_effect.yml killed the uninstall with dpkg held inside nvidia_driver's purge on the Ubuntu node (its
+    journal not empty, the role's record of the purge there); converge, the rerun, finished it: dpkg's journal is
+    empty and the record is gone with the role's state (and the node is as before: the tests above)."""
+    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "uninstall-killed.json")) as handle:
+        killed = json.load(handle)
+    assert killed["killed"] and killed["node"] == "%s-ubuntu2404" % SCENARIO, killed
+    assert killed["dpkg_journal_entries"] > 0 and killed["record"], killed
+    # The kill left part of the purge undone (packages whose configuration files, or more, dpkg still had), so the
+    # rerun had to purge them; the node is as before the collection only if it did (test_node_is_as_before_...).
+    with open(os.path.join(os.environ["MOLECULE_EPHEMERAL_DIRECTORY"], "uninstall-killed-dpkg.txt")) as handle:
+        left = [line for line in handle.read().splitlines() if line[1:2] not in ("n", "")]
+    assert left, "the killed purge left nothing to do for the rerun"
+    h = host(killed["node"])
+    assert h.check_output("find /var/lib/dpkg/updates -regex '.*/[0-9]+'") == ""
+    assert not h.file("/var/lib/baremetal-gpu/nvidia_driver/apt-transaction.json").exists
+    assert h.run("apt-get check").rc == 0

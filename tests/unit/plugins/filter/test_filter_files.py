@@ -37,7 +37,7 @@ HOMES = {
     'services': ('running_services',),
     'support': ('driver_branch_status', 'gpu_generation', 'kernel_module_flavour', 'preflight_findings'),
     'uninstall': ('apt_history_installed', 'containerd_config_restore', 'dkms_builds_to_remove',
-                  'docker_daemon_restore', 'toolkit_packages_to_purge'),
+                  'docker_daemon_restore', 'dpkg_not_purged', 'toolkit_packages_to_purge'),
     'verify': ('gpu_device_nodes', 'gpu_node_products', 'nvidia_smi_mismatches', 'promql_value_in',
                'verify_expected_capacity'),
 }

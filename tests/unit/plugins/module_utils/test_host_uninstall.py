@@ -205,3 +205,25 @@ def test_history_versions_of_install_and_upgrade_values():
         'nvidia-dkms-580-open': '580.178.04-0ubuntu0.24.04.1', 'dkms': '3.0.11-1ubuntu13'}
     assert host_uninstall.history_versions('initramfs-tools:amd64 (0.142, 0.142+deb12u1)') == {
         'initramfs-tools': '0.142+deb12u1'}
+
+
+def test_dpkg_not_purged_keeps_installed_and_config_files_packages():
+    """Real dpkg-query status lines (tests/fixtures/apt/SOURCE.md): one package removed with its configuration files
+    left ("rc"), two installed; the architecture goes."""
+    with open(os.path.join(FIXTURES, 'apt', 'ubuntu2404-dpkg-query-status-one-removed.txt'), encoding='utf-8') as handle:
+        text = handle.read()
+    assert host_uninstall.dpkg_not_purged(text) == [
+        'libnvidia-compute-580', 'nvidia-compute-utils-580', 'nvidia-kernel-common-580']
+
+
+@pytest.mark.parametrize('line, expected', [
+    ('un nvidia-utils-580', []),                  # known to dpkg, not installed: purged
+    ('pn nvidia-utils-580:amd64', []),
+    ('iH nvidia-dkms-580', ['nvidia-dkms-580']),  # half-installed: a dpkg run killed in the middle
+    ('iF nvidia-dkms-580', ['nvidia-dkms-580']),  # half-configured
+    ('iUR libnvidia-gl-580:i386', ['libnvidia-gl-580']),
+    ('dpkg-query: no packages found matching nvidia-utils-580', []),
+    ('', []),
+])
+def test_dpkg_not_purged_reads_the_state_letter(line, expected):
+    assert host_uninstall.dpkg_not_purged(line) == expected
