@@ -44,6 +44,8 @@ description:
     label, waits for the pod to leave, and removes the label after.
   - V(toolkit_record), the file where container_toolkit records the toolkit packages it installed (before installing
     them), read by its uninstall and the uninstall's plan, which purge only those.
+  - V(rke2_restart_record), the file where rke2_nvidia_runtime records an RKE2 restart its change needs (before the
+    change; cleared once RKE2 restarted), read by the maintenance engine's day-1 and uninstall plans.
 author:
   - baremetal.gpu maintainers (@baremetal-gpu)
 options:
@@ -53,8 +55,8 @@ options:
     type: list
     elements: str
     choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support, dcgm_exporter,
-              node_name, node_names, toolkit_packages, toolkit_record, cluster_components, gpu_holder_services,
-              exporter_pause]
+              node_name, node_names, toolkit_packages, toolkit_record, rke2_restart_record, cluster_components,
+              gpu_holder_services, exporter_pause]
 seealso:
   - plugin: baremetal.gpu.driver_branch_status
     plugin_type: filter
@@ -137,6 +139,7 @@ DATA = {
     'node_names': _node_names,
     'toolkit_packages': lambda variables, templar: list(support.TOOLKIT_PACKAGES),
     'toolkit_record': lambda variables, templar: support.TOOLKIT_RECORD,
+    'rke2_restart_record': lambda variables, templar: support.RKE2_RESTART_RECORD,
     'gpu_holder_services': lambda variables, templar: list(support.GPU_HOLDER_SERVICES),
     'exporter_pause': lambda variables, templar: dict(support.EXPORTER_PAUSE),
     'cluster_components': _cluster_components,

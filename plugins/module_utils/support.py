@@ -49,6 +49,9 @@ EXPORTER_PAUSE = {'label': 'baremetal.gpu/dcgm-exporter', 'value': 'paused',
 # Where container_toolkit records the toolkit packages it installed (before installing them); its uninstall and the
 # uninstall plan purge only those.
 TOOLKIT_RECORD = '/var/lib/baremetal-gpu/container_toolkit/installed.json'
+# Where rke2_nvidia_runtime records an RKE2 restart its change needs, before the change (cleared once RKE2 restarted);
+# the maintenance engine's plans read it, so that a restart a killed run owed puts the node in a batch of its own.
+RKE2_RESTART_RECORD = '/var/lib/baremetal-gpu/rke2_nvidia_runtime/restart-pending.json'
 # The cluster layer's components, in install order: playbooks/cluster_addons.yml installs the enabled ones in this
 # order, playbooks/uninstall.yml takes them off in reverse; cluster_addons' argument_specs choices and the tests read it
 # (scripts/role-docs.py --check fails when the choices differ). Each is a role of the collection, switched by its
