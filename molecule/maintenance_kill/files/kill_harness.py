@@ -98,10 +98,27 @@ def kill_in_dpkg(nodes, kill, timeout=600):
     return {'node': None, 'dpkg_journal_entries': 0, 'record': False}
 
 
+def arm(nodes, armed):
+    """Arm (or disarm) the trigger package of dpkg_blocker.yml in every node."""
+    for node in nodes:
+        if armed:
+            podman(node, 'sh', '-c', 'mkdir -p %s && touch %s' % (os.path.dirname(ARMED), ARMED))
+        else:
+            podman(node, 'rm', '-f', ARMED)
+
+
+def interrupted_inside(killed, seen):
+    """Whether a DPKG point did what it is for: the run killed with dpkg's journal not empty and the role's record of
+    its transaction there. Without it the repair is not exercised, and that is a failure of the test, not a pass."""
+    return bool(killed and seen.get('dpkg_journal_entries', 0) > 0 and seen.get('record'))
+
+
 def run_until(cmd, env, marker, delay, timeout=900, nodes=()):
     """Run ``cmd``; when a line starts with ``marker``, wait ``delay`` s and kill -9 the process group (with DPKG:
-    once dpkg is held in one of ``nodes``, kill_in_dpkg). Returns (killed, rc, seconds, tail of the output, the
-    whole output, what kill_in_dpkg saw)."""
+    the trigger package armed in ``nodes`` for the run, and once dpkg is held in one of them, kill_in_dpkg). Returns
+    (killed, rc, seconds, tail of the output, the whole output, what kill_in_dpkg saw)."""
+    if delay == DPKG:
+        arm(nodes, True)
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True)
@@ -132,6 +149,8 @@ def run_until(cmd, env, marker, delay, timeout=900, nodes=()):
     rc = proc.wait()
     if timer is not None:
         timer.join()
+    if delay == DPKG:
+        arm(nodes, False)
     return killed.is_set(), rc, round(time.monotonic() - start, 1), ''.join(lines[-40:]), ''.join(lines), seen
 
 
@@ -140,11 +159,7 @@ def once(args, env, nodes):
     left interrupted inside the role's own transaction (its record there), else 1."""
     cmd = ['ansible-playbook', '-i', args.inventory, os.path.join(args.playbooks, args.once)]
     cmd += ['--limit', args.limit] if args.limit else []
-    for node in nodes:
-        podman(node, 'sh', '-c', 'mkdir -p %s && touch %s' % (os.path.dirname(ARMED), ARMED))
     killed, rc, seconds, tail, _output, seen = run_until(cmd, env, args.marker, DPKG, nodes=nodes)
-    for node in nodes:
-        podman(node, 'rm', '-f', ARMED)
     entry = {'playbook': args.once, 'marker': args.marker, 'killed': killed, 'rc': rc, 'seconds': seconds}
     entry.update(seen)
     with open(args.log, 'w') as handle:
@@ -152,7 +167,7 @@ def once(args, env, nodes):
     print('ONCE: %s %s after %s s; dpkg journal entries %s, the role transaction record %s' % (
         args.once, 'KILLED with dpkg held' if killed else 'NOT KILLED', seconds, seen.get('dpkg_journal_entries'),
         'there' if seen.get('record') else 'MISSING'))
-    if not (killed and seen.get('dpkg_journal_entries', 0) > 0 and seen.get('record')):
+    if not interrupted_inside(killed, seen):
         print('ONCE FAILED: dpkg was not left interrupted inside the role\'s transaction.\n%s' % tail)
         return 1
     return 0
@@ -190,13 +205,7 @@ def main():
         cmd = ['ansible-playbook', '-i', args.inventory, os.path.join(args.playbooks, playbook)] + EXTRA.get(playbook, [])
         print('RUN %d: %s, to be killed at %s' % (n, playbook, what))
         sys.stdout.flush()
-        if delay == DPKG:
-            for node in nodes:
-                podman(node, 'sh', '-c', 'mkdir -p %s && touch %s' % (os.path.dirname(ARMED), ARMED))
         killed, rc, seconds, tail, output, seen = run_until(cmd, env, marker, delay, nodes=nodes)
-        if delay == DPKG:
-            for node in nodes:
-                podman(node, 'rm', '-f', ARMED)
         entry = {'point': n, 'playbook': playbook, 'what': what, 'marker': marker, 'delay': delay,
                  'killed': killed, 'rc': rc, 'seconds': seconds}
         entry.update(seen)
@@ -204,9 +213,7 @@ def main():
         if seen:
             print('RUN %d: dpkg killed in %s: %d entries in its journal, the role transaction record %s' % (
                 n, seen['node'], seen['dpkg_journal_entries'], 'there' if seen['record'] else 'MISSING'))
-            # The point of the point: dpkg interrupted inside the role's own transaction. Without it the repair
-            # path is not exercised, and that is a failure of this test, not a pass.
-            if not (killed and seen['dpkg_journal_entries'] > 0 and seen['record']):
+            if not interrupted_inside(killed, seen):
                 print('RUN %d FAILED: dpkg was not left interrupted inside the role\'s transaction.\n%s' % (n, tail))
                 with open(args.log, 'w') as handle:
                     json.dump(log, handle, indent=2)
