@@ -49,6 +49,10 @@ def apt_simulation(text, branch_regex='^$'):
     return parsed
 
 
+def apt_real_branches(text, package, branch):
+    return aptlib.real_branches(text, package, branch)
+
+
 def dkms_status(text, module, kernels=None):
     entries = dkmslib.parse_status(text)
     out = dkmslib.summary(entries, module, list(kernels or []))
@@ -170,6 +174,7 @@ class FilterModule(object):
             'driver_modules': driver_modules,
             'fingerprint_changes': fingerprint_changes,
             'apt_simulation': apt_simulation,
+            'apt_real_branches': apt_real_branches,
             'dkms_status': dkms_status,
             'dkms_build_error': dkms_build_error,
             'modinfo': modinfo,

@@ -327,6 +327,53 @@ def resolved_branches(simulation, name_regex):
             'final': branches[-1] if branches else ''}
 
 
+def branch_stem(package, branch):
+    """A regex matching ``package``'s name with any branch number in place of ``branch`` (the number as group 1): for
+    ('nvidia-driver-580-open', '580') it matches nvidia-driver-595-open, not nvidia-driver-595. '' when the name
+    carries no branch (Debian's nvidia-driver)."""
+    match = re.search(r'-%s(?=-|$)' % re.escape(str(branch)), package or '')
+    if not match:
+        return ''
+    return '^%s-([0-9]+)%s$' % (re.escape(package[:match.start()]), re.escape(package[match.end():]))
+
+
+def parse_depends(text):
+    """Parse ``apt-cache depends PACKAGE...`` (LC_ALL=C): {package: [names it depends on]}, alternatives of an
+    or-group included, the providers apt lists under a virtual package left out."""
+    out = {}
+    name = None
+    for raw in (text or '').splitlines():
+        if not raw.strip() or raw.startswith('#'):
+            continue
+        if not raw[0].isspace():
+            name = raw.strip()
+            out[name] = []
+            continue
+        match = re.match(r'^ [ |]Depends: <?([^>\s]+)>?', raw)
+        if name is not None and match:
+            out[name].append(match.group(1))
+    return out
+
+
+def real_branches(depends_text, package, branch):
+    """The branches the archive really ships for ``package`` (whose name carries ``branch``): of the packages of
+    the same name with another branch number in ``depends_text`` (apt-cache depends), those that are not a
+    transitional package, i.e. do not depend on the same name with another branch. Sorted by number."""
+    stem = branch_stem(package, branch)
+    if not stem:
+        return []
+    pattern = re.compile(stem)
+    real = set()
+    for name, depends in parse_depends(depends_text).items():
+        match = pattern.match(name)
+        if not match:
+            continue
+        number = match.group(1)
+        if not any(pattern.match(dep) and pattern.match(dep).group(1) != number for dep in depends):
+            real.add(number)
+    return sorted(real, key=int)
+
+
 # ---- apt-cache policy ------------------------------------------------------------------------------
 
 def parse_policy(text):

@@ -20,7 +20,8 @@ def _installed(host, *patterns):
 
 def test_refusals_were_saved(host):
     files = host.run("ls /var/tmp/ | grep '^refusal-'").stdout.split()
-    expected = {"mismatch-ubuntu2204": 2, "mismatch-ubuntu2404": 3, "mismatch-debian12": 4, "mismatch-debian13": 1}
+    expected = {"mismatch-ubuntu2204": 2, "mismatch-ubuntu2404": 3, "mismatch-ubuntu2604": 1,
+                "mismatch-debian12": 4, "mismatch-debian13": 1}
     key = _name(host).replace("nvidia_driver_", "")
     assert len(files) == expected[key], files
 

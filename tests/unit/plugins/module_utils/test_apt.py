@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import re
 
 import pytest
 
@@ -153,6 +154,46 @@ def test_simulation_of_a_transitional_chain_resolves_to_580():
                         'final': '580'}
     chain = apt.resolved_branches(sim, '^nvidia-dkms-[0-9]+$')
     assert chain['branches'] == ['525', '535', '580'] and chain['final'] == '580'
+
+
+# ---- apt-cache depends: the branches a release really ships ---------------------------------------------------
+
+def test_branch_stem_keeps_the_rest_of_the_name():
+    stem = apt.branch_stem('nvidia-headless-no-dkms-580-server-open', '580')
+    assert re.match(stem, 'nvidia-headless-no-dkms-595-server-open').group(1) == '595'
+    assert not re.match(stem, 'nvidia-headless-no-dkms-595-server')
+    assert not re.match(stem, 'nvidia-headless-no-dkms-595-open')
+    # Debian's metapackage carries no branch.
+    assert apt.branch_stem('nvidia-driver', '535') == ''
+    assert apt.real_branches(fixture('ubuntu2604-depends-nvidia-driver.txt'), 'nvidia-driver', '535') == []
+
+
+def test_parse_depends_reads_or_groups_and_leaves_out_providers():
+    parsed = apt.parse_depends('nvidia-driver-535\n  Depends: nvidia-driver-580\n'
+                               'x\n |Depends: a\n  Depends: <virtual-b>\n    provider-of-b\n')
+    # apt-cache depends marks all but the last alternative of an or-group with '|' in the indent.
+    assert parsed == {'nvidia-driver-535': ['nvidia-driver-580'], 'x': ['a', 'virtual-b']}
+
+
+@pytest.mark.parametrize('release, package, branch, real', [
+    # Ubuntu 26.04 (resolute, -updates, -security; 2026-11-30): 535, 550, 560, 570 and 575 depend on 580, 590 on 595,
+    # 610 on 615. The flavour's own name counts: -server and -open have their own dummies.
+    ('ubuntu2604', 'nvidia-driver-535', '535', ['580', '595', '615']),
+    ('ubuntu2604', 'nvidia-driver-590-server', '590', ['580', '595', '615']),
+    ('ubuntu2604', 'nvidia-driver-570-open', '570', ['580', '595', '615']),
+    # Ubuntu 22.04 (jammy, -updates, -security; 2026-11-30): 525 -> 535 -> 580, and still real old branches.
+    ('ubuntu2204', 'nvidia-driver-525', '525', ['390', '470', '545', '580', '595', '615']),
+    ('ubuntu2204', 'nvidia-driver-535-server', '535', ['418', '450', '470', '580', '595', '615']),
+])
+def test_real_branches_from_the_archives_dependencies(release, package, branch, real):
+    text = fixture('%s-depends-nvidia-driver.txt' % release)
+    assert apt.real_branches(text, package, branch) == real
+    # The branch asked for is a dummy on both releases: never among the real ones.
+    assert branch not in real
+
+
+def test_a_real_branch_is_among_the_real_ones():
+    assert '580' in apt.real_branches(fixture('ubuntu2604-depends-nvidia-driver.txt'), 'nvidia-driver-580', '580')
 
 
 def test_simulation_of_the_real_580():
