@@ -200,8 +200,16 @@ def test_unattended_upgrades_exclusion(host):
     assert f.is_file
     dump = host.run("apt-config dump Unattended-Upgrade::Package-Blacklist").stdout
     assert "^libnvidia-" in dump and "^cuda-" in dump, dump
-    # The prebuilt module packages are left to apt: the flavour metapackage moves with the kernel.
-    assert "linux-modules-nvidia" not in dump, dump
+    # The prebuilt module packages by their exact names only (those of the node's kernels): the flavour metapackage
+    # must still move with the kernel and bring the next kernel's package, a new name.
+    listed = re.findall(r'"\^(linux-[a-z]+-nvidia-[^"$]*)\$"', dump)
+    assert len(listed) == len(re.findall(r'"\^linux-', dump)), dump
+    kernels = host.run("ls /lib/modules").stdout.split()
+    assert all(any(name.endswith("-" + kernel) for kernel in kernels) for name in listed), (listed, kernels)
+    out = host.run("dpkg-query -W -f '${Package} ${db:Status-Abbrev}\\n' 'linux-modules-nvidia-*' 2>/dev/null").stdout
+    per_kernel = [line.split()[0] for line in out.splitlines() if line.split()[-1][1:2] == "i"
+                  and any(line.split()[0].endswith("-" + kernel) for kernel in kernels)]
+    assert sorted(per_kernel) == sorted(name for name in listed if name.startswith("linux-modules-")), (per_kernel, dump)
 
 
 def _own_entries(host):

@@ -120,3 +120,51 @@ def test_module_params_file_and_initramfs(host):
         assert initrd.mtime >= f.mtime, kernel
         listing = host.run("lsinitramfs %s", initrd.path).stdout
         assert "etc/modprobe.d/baremetal-gpu-nvidia-params.conf" in listing, initrd.path
+
+
+# ---- unattended-upgrades, asked itself ---------------------------------------------------------------------------
+# The node's NVIDIA and CUDA packages (the driver's user space, Fabric Manager, NSCQ, the kernel-module packages) get
+# a newer version from a local repository (tests/uu_candidates.py, TEST ONLY: empty packages, the whole set bumped
+# together so that it is a consistent upgrade), the only origin unattended-upgrades may take from during the test;
+# then unattended-upgrades' own dry run says what it would upgrade. Control: with the role's blacklist file moved
+# away and the holds lifted, it upgrades every one of them, so the test can fail. The node is put back afterwards.
+UU_CONF = "/etc/apt/apt.conf.d/51baremetal-gpu-nvidia-driver"
+KERNEL_SIDE = re.compile(r"^linux-(modules|objects|signatures)-nvidia-")
+
+
+def _uu_would_upgrade(host):
+    out = host.run("unattended-upgrade --dry-run --debug 2>&1")
+    assert out.rc == 0, out.stdout[-3000:]
+    found = re.search(r"^Packages that will be upgraded: (.*)$", out.stdout, re.M)
+    return set(found.group(1).split()) if found else set()
+
+
+def test_unattended_upgrades_dry_run_leaves_every_nvidia_user_space_package_alone(host):
+    script = open(os.path.join(os.path.dirname(__file__), "uu_candidates.py"), encoding="utf-8").read()
+    host.run_expect([0], "cat > /root/uu_candidates.py <<'BAREMETAL_EOF'\n%sBAREMETAL_EOF" % script)
+    host.run_expect([0], "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
+                         "unattended-upgrades apt-utils")
+    holds = host.run_expect([0], "apt-mark showhold").stdout.split()
+    try:
+        candidates = set(host.run_expect([0], "python3 /root/uu_candidates.py").stdout.split())
+        user_space = set(p for p in candidates if not KERNEL_SIDE.match(p))
+        # What the issue names: the driver's libraries and tools, Fabric Manager and NSCQ (the toolkit is not on this
+        # node: NVIDIA's repository is unreachable here; its names are under the same ^nvidia- and ^libnvidia-).
+        assert {"nvidia-fabricmanager-580", "libnvidia-nscq-580", "libnvidia-compute-580-server",
+                "nvidia-utils-580-server"} <= user_space, sorted(candidates)
+        assert [p for p in candidates if p.startswith("linux-modules-nvidia-")], sorted(candidates)
+        # As the role left the node (its holds and its blacklist), and with the blacklist alone: nothing of the set,
+        # the per-kernel module packages included (listed by their exact names: a new point release of the driver
+        # comes as a new version of them, and without the holds unattended-upgrades took it).
+        assert _uu_would_upgrade(host) & candidates == set()
+        host.run_expect([0], "apt-mark unhold %s" % " ".join(holds))
+        assert _uu_would_upgrade(host) & candidates == set()
+        # Control: neither the blacklist nor the holds, and unattended-upgrades takes the whole set.
+        host.run_expect([0], "mv %s /root/uu-blacklist.conf" % UU_CONF)
+        try:
+            assert _uu_would_upgrade(host) >= candidates
+        finally:
+            host.run_expect([0], "mv /root/uu-blacklist.conf %s" % UU_CONF)
+    finally:
+        host.run("apt-mark hold %s" % " ".join(holds))
+        host.run("python3 /root/uu_candidates.py remove")
