@@ -53,6 +53,10 @@ def apt_real_branches(text, package, branch):
     return aptlib.real_branches(text, package, branch)
 
 
+def apt_branch_family(install, branch):
+    return aptlib.branch_family(install, branch)
+
+
 def dkms_status(text, module, kernels=None):
     entries = dkmslib.parse_status(text)
     out = dkmslib.summary(entries, module, list(kernels or []))
@@ -174,6 +178,7 @@ class FilterModule(object):
             'driver_modules': driver_modules,
             'fingerprint_changes': fingerprint_changes,
             'apt_simulation': apt_simulation,
+            'apt_branch_family': apt_branch_family,
             'apt_real_branches': apt_real_branches,
             'dkms_status': dkms_status,
             'dkms_build_error': dkms_build_error,

@@ -327,14 +327,31 @@ def resolved_branches(simulation, name_regex):
             'final': branches[-1] if branches else ''}
 
 
+def _branch_in_name(package, branch):
+    """Where ``branch`` sits in ``package``'s name, as a whole '-'-separated part (a match object), else None."""
+    return re.search(r'-%s(?=-|$)' % re.escape(str(branch)), package or '')
+
+
 def branch_stem(package, branch):
     """A regex matching ``package``'s name with any branch number in place of ``branch`` (the number as group 1): for
     ('nvidia-driver-580-open', '580') it matches nvidia-driver-595-open, not nvidia-driver-595. '' when the name
     carries no branch (Debian's nvidia-driver)."""
-    match = re.search(r'-%s(?=-|$)' % re.escape(str(branch)), package or '')
+    match = _branch_in_name(package, branch)
     if not match:
         return ''
     return '^%s-([0-9]+)%s$' % (re.escape(package[:match.start()]), re.escape(package[match.end():]))
+
+
+def branch_family(install, branch):
+    """The driver's metapackage among ``install`` (a plan's packages, 'name' or 'name=version'): the first whose name
+    carries ``branch``, without its version, and the prefix its name shares with the other branches' packages (what
+    ``apt-cache pkgnames`` lists them by). Both '' when no name carries the branch (Debian)."""
+    for entry in install or []:
+        name = entry.split('=', 1)[0]
+        match = _branch_in_name(name, branch)
+        if match:
+            return {'package': name, 'prefix': name[:match.start() + 1]}
+    return {'package': '', 'prefix': ''}
 
 
 def parse_depends(text):
@@ -368,9 +385,9 @@ def real_branches(depends_text, package, branch):
         match = pattern.match(name)
         if not match:
             continue
-        number = match.group(1)
-        if not any(pattern.match(dep) and pattern.match(dep).group(1) != number for dep in depends):
-            real.add(number)
+        others = set(dep.group(1) for dep in map(pattern.match, depends) if dep) - set([match.group(1)])
+        if not others:
+            real.add(match.group(1))
     return sorted(real, key=int)
 
 

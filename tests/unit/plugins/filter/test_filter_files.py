@@ -16,7 +16,7 @@ HOMES = {
     'cluster_addons': ('counters_fields', 'crd_api_versions', 'crds_served', 'dcgm_counters', 'dcgm_dashboard',
                        'device_list_strategy', 'device_plugin_sharing', 'device_plugin_sharing_labels', 'device_plugin_sharing_unlabels', 'external_nfd',
                        'gpu_class', 'release_marked', 'release_ownership', 'runtime_class_decision'),
-    'driver': ('apt_known_packages', 'apt_real_branches', 'apt_simulation', 'dkms_autoinstall_problems', 'dkms_build_error',
+    'driver': ('apt_branch_family', 'apt_known_packages', 'apt_real_branches', 'apt_simulation', 'dkms_autoinstall_problems', 'dkms_build_error',
                'dkms_status', 'driver_desired_branch', 'driver_modules', 'driver_plan', 'driver_upgrade_target',
                'fingerprint_changes', 'gpg_primary_fingerprints', 'headers_flavour_packages', 'initramfs_contains',
                'initramfs_stale', 'initramfs_verified', 'kernel_module_guard', 'modinfo', 'nvidia_module_params',

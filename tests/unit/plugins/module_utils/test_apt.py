@@ -168,6 +168,16 @@ def test_branch_stem_keeps_the_rest_of_the_name():
     assert apt.real_branches(fixture('ubuntu2604-depends-nvidia-driver.txt'), 'nvidia-driver', '535') == []
 
 
+def test_branch_family_takes_the_first_name_with_the_branch_without_its_version():
+    install = ['nvidia-headless-no-dkms-580-server-open=580.178.04-0ubuntu0.24.04.1', 'nvidia-utils-580-server',
+               'linux-modules-nvidia-580-server-open-6.8.0-149-generic']
+    assert apt.branch_family(install, '580') == {'package': 'nvidia-headless-no-dkms-580-server-open',
+                                                 'prefix': 'nvidia-headless-no-dkms-'}
+    # A version that happens to contain the branch is not a name carrying it.
+    assert apt.branch_family(['nvidia-driver=535.261.03-1', 'nvidia-smi'], '535') == {'package': '', 'prefix': ''}
+    assert apt.branch_family([], '580') == {'package': '', 'prefix': ''}
+
+
 def test_parse_depends_reads_or_groups_and_leaves_out_providers():
     parsed = apt.parse_depends('nvidia-driver-535\n  Depends: nvidia-driver-580\n'
                                'x\n |Depends: a\n  Depends: <virtual-b>\n    provider-of-b\n')
