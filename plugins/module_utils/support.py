@@ -212,6 +212,9 @@ def os_row(distribution, major_version):
 # seen), so that a branch a node can get is never unknown here: tests/unit/plugins/module_utils/
 # test_support.py fails when a branch seen in the captured apt outputs (tests/fixtures/apt, dkms) is
 # in neither. "confirmed": False marks a row NVIDIA's table does not state (kind and end of life unknown).
+# The captures the older branches of archive_branches were read from (apt-cache depends of every nvidia-driver-<B>).
+_JAMMY_DEPENDS = 'tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt'
+_RESOLUTE_DEPENDS = 'tests/fixtures/apt/ubuntu2604-depends-nvidia-driver.txt'
 DRIVER_SUPPORT = {
     'source': ('NVIDIA, "Supported Drivers and CUDA Toolkit Versions" (R615 documentation, '
                'https://docs.nvidia.com/datacenter/tesla/drivers/615/supported-drivers-and-cuda-toolkit-versions.html: '
@@ -245,24 +248,24 @@ DRIVER_SUPPORT = {
         '570': 'Ubuntu 24.04 (transitional to 580; nvidia-fabricmanager-570 in noble-updates)',
         '575': 'Ubuntu 24.04 noble-updates (nvidia-fabricmanager-575)',
         '590': 'Ubuntu 24.04 noble-updates (nvidia-fabricmanager-590; 590 is transitional to 595 in the archive)',
-        '390': 'Ubuntu 22.04 (nvidia-driver-390 a real package, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '418': 'Ubuntu 22.04 (nvidia-driver-418-server real; 418 transitional to 430, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '430': 'Ubuntu 22.04 (transitional: 430 -> 440 -> 450 -> 460 -> 470, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '435': 'Ubuntu 22.04 (transitional: 435 -> 455 -> 460 -> 470, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '440': 'Ubuntu 22.04 (transitional to 450, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '450': 'Ubuntu 22.04 (transitional to 460 and 470, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '455': 'Ubuntu 22.04 (transitional to 460, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '460': 'Ubuntu 22.04 (transitional to 470, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '465': 'Ubuntu 22.04 (transitional to 470, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '470': 'Ubuntu 22.04 (nvidia-driver-470 and -470-server real packages, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '495': 'Ubuntu 22.04 (transitional: 495 -> 510 -> 535, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '510': 'Ubuntu 22.04 (transitional to 535, -server to 515-server, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '515': 'Ubuntu 22.04 (transitional to 535, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '520': 'Ubuntu 22.04 (transitional to 535, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '530': 'Ubuntu 22.04 (transitional to 535, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '545': 'Ubuntu 22.04 (nvidia-driver-545 a real package, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
-        '560': 'Ubuntu 26.04 (transitional to 580, tests/fixtures/apt/ubuntu2604-depends-nvidia-driver.txt)',
-        '565': 'Ubuntu 22.04 (nvidia-driver-565-server transitional to 580-server, tests/fixtures/apt/ubuntu2204-depends-nvidia-driver.txt)',
+        '390': 'Ubuntu 22.04 (nvidia-driver-390 a real package, ' + _JAMMY_DEPENDS + ')',
+        '418': 'Ubuntu 22.04 (nvidia-driver-418-server real; 418 transitional to 430, ' + _JAMMY_DEPENDS + ')',
+        '430': 'Ubuntu 22.04 (transitional: 430 -> 440 -> 450 -> 460 -> 470, ' + _JAMMY_DEPENDS + ')',
+        '435': 'Ubuntu 22.04 (transitional: 435 -> 455 -> 460 -> 470, ' + _JAMMY_DEPENDS + ')',
+        '440': 'Ubuntu 22.04 (transitional to 450, ' + _JAMMY_DEPENDS + ')',
+        '450': 'Ubuntu 22.04 (transitional to 460 and 470, ' + _JAMMY_DEPENDS + ')',
+        '455': 'Ubuntu 22.04 (transitional to 460, ' + _JAMMY_DEPENDS + ')',
+        '460': 'Ubuntu 22.04 (transitional to 470, ' + _JAMMY_DEPENDS + ')',
+        '465': 'Ubuntu 22.04 (transitional to 470, ' + _JAMMY_DEPENDS + ')',
+        '470': 'Ubuntu 22.04 (nvidia-driver-470 and -470-server real packages, ' + _JAMMY_DEPENDS + ')',
+        '495': 'Ubuntu 22.04 (transitional: 495 -> 510 -> 535, ' + _JAMMY_DEPENDS + ')',
+        '510': 'Ubuntu 22.04 (transitional to 535, -server to 515-server, ' + _JAMMY_DEPENDS + ')',
+        '515': 'Ubuntu 22.04 (transitional to 535, ' + _JAMMY_DEPENDS + ')',
+        '520': 'Ubuntu 22.04 (transitional to 535, ' + _JAMMY_DEPENDS + ')',
+        '530': 'Ubuntu 22.04 (transitional to 535, ' + _JAMMY_DEPENDS + ')',
+        '545': 'Ubuntu 22.04 (nvidia-driver-545 a real package, ' + _JAMMY_DEPENDS + ')',
+        '560': 'Ubuntu 26.04 (transitional to 580, ' + _RESOLUTE_DEPENDS + ')',
+        '565': 'Ubuntu 22.04 (nvidia-driver-565-server transitional to 580-server, ' + _JAMMY_DEPENDS + ')',
     },
     # R580 is the last branch that supports Maxwell, Pascal and Volta GPUs.
     'last_branch_pre_turing': 580,
