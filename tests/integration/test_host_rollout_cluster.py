@@ -8,6 +8,7 @@ baremetal.gpu/host-rollout; its plan reads the Node list from the double.
 """
 import copy
 import json
+import os
 import re
 import subprocess
 
@@ -73,6 +74,55 @@ ACCEPT_PLAY = """---
 """
 
 
+# The rollout's batched block, cut to enter and leave around a change that loses the node (TEST ONLY: the lossy_local
+# connection, tests/integration/connection_plugins, makes gpu-a unreachable once <BAREMETAL_TEST_LOST_DIR>/gpu-a.lost
+# exists, as ssh does for a node that never came back from its reboot), and the rescue.
+LOST_PLAY = """---
+- name: Day-1 host rollout of a node lost in its change
+  hosts: gpu-a
+  gather_facts: false
+  vars:
+    node_maintenance_rollout_kind: host_rollout
+  tasks:
+    - name: Enter, lose the node, leave
+      ignore_unreachable: true
+      block:
+        - name: Enter
+          ansible.builtin.include_role:
+            name: baremetal.gpu.node_maintenance
+            tasks_from: enter
+        - name: Lose the node (TEST ONLY)
+          ansible.builtin.file:
+            path: "{{ lookup('ansible.builtin.env', 'BAREMETAL_TEST_LOST_DIR') }}/gpu-a.lost"
+            state: touch
+            mode: "0644"
+          delegate_to: localhost
+        - name: A step of the change on the lost node
+          ansible.builtin.command: "true"
+          changed_when: false
+        - name: Leave
+          ansible.builtin.include_role:
+            name: baremetal.gpu.node_maintenance
+            tasks_from: leave
+      rescue:
+        - name: Failed
+          ansible.builtin.include_role:
+            name: baremetal.gpu.node_maintenance
+            tasks_from: failed
+"""
+
+
+def unreachable_tasks(out, host):
+    """The tasks whose result for ``host`` was UNREACHABLE in a run's output, in order (one connection attempt each)."""
+    found, task = [], ''
+    for line in out.splitlines():
+        if line.startswith('TASK ['):
+            task = line[len('TASK ['):line.rindex(']')]
+        elif line.startswith('fatal: [%s]: UNREACHABLE!' % host):
+            found.append(task)
+    return found
+
+
 def new_node():
     """The real Node before its device plugin ran: no GPU in its capacity (a new node)."""
     fresh = copy.deepcopy(NORI)
@@ -88,9 +138,11 @@ def run(tmp_path, cluster, steps, extra=None, args=()):
 
 
 def start(tmp_path, cluster, steps, extra=None, args=()):
-    """run(), started in its own process group: returns the Popen (text stdout and stderr)."""
+    """run(), started in its own process group: returns the Popen (text stdout and stderr). ``steps``: the engine's
+    steps in order, or 'accept' (ACCEPT_PLAY), or 'lost' (LOST_PLAY, gpu-a on the lossy_local connection)."""
+    connection = 'lossy_local' if steps == 'lost' else 'local'
     inventory = {'all': {
-        'hosts': {'gpu-a': {'ansible_connection': 'local', 'baremetal_gpu_node_name': 'nori'}},
+        'hosts': {'gpu-a': {'ansible_connection': connection, 'baremetal_gpu_node_name': 'nori'}},
         'children': {'baremetal_gpu_cluster_api': {'hosts': {'localhost': {'ansible_connection': 'local'}}}}}}
     variables = {'cluster_kubeconfig': cluster.kubeconfig, 'node_maintenance_state_dir': str(tmp_path / 'state'),
                  'node_maintenance_capacity_timeout': 5, 'node_maintenance_node_ready_timeout': 10, 'node_maintenance_gpu_pod_deletion_timeout': 10,
@@ -99,11 +151,14 @@ def start(tmp_path, cluster, steps, extra=None, args=()):
     variables = dict((k, v) for k, v in variables.items() if v is not None)   # None: leave it to the play
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
     (tmp_path / 'vars.yml').write_text(yaml.safe_dump(variables))
-    (tmp_path / 'play.yml').write_text(cluster_play(ACCEPT_PLAY if steps == 'accept' else PLAY % ''.join(STEP.format(step=s) for s in steps)))
+    play = {'accept': ACCEPT_PLAY, 'lost': LOST_PLAY}.get(steps) if isinstance(steps, str) else None
+    (tmp_path / 'play.yml').write_text(cluster_play(play or PLAY % ''.join(STEP.format(step=s) for s in steps)))
     cmd = ['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'), str(tmp_path / 'play.yml'),
            '-e', '@' + str(tmp_path / 'vars.yml')] + list(args)
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ansible_env(),
-                            start_new_session=True)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=ansible_env({'ANSIBLE_CONNECTION_PLUGINS': os.path.join(os.path.dirname(__file__),
+                                                                                        'connection_plugins'),
+                                             'BAREMETAL_TEST_LOST_DIR': str(tmp_path)}))
 
 
 def node(cluster):
@@ -286,3 +341,24 @@ def test_a_run_killed_in_the_acceptance_of_a_new_node_is_finished_by_the_next_on
     assert meta['labels'][ACCEPT] == 'passed' and meta['labels'][LABEL] == 'done', meta['labels']
     assert node(cluster)['spec'].get('unschedulable') in (None, False)
     assert INITIAL not in meta['annotations']
+
+
+def test_a_node_lost_in_its_change_is_asked_once_and_stays_cordoned_failed(tmp_path, cluster):
+    """A node that stops answering in its change (a reboot it never came back from): the leave step's answers step
+    finds it unreachable and fails it; the rescue labels it failed from the API host and keeps it cordoned, without
+    asking the node again (each ask of a lost node costs a connection timeout: with ssh, ten seconds or more)."""
+    cluster.add_node(NORI)
+    res = run(tmp_path, cluster, 'lost')
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]   # the rescue ran; the stop step would fail it
+    meta = node(cluster)['metadata']
+    assert meta['labels'][LABEL] == 'failed', meta['labels']
+    assert node(cluster)['spec']['unschedulable'] is True
+    reason = meta['annotations']['baremetal.gpu/driver-upgrade.reason']
+    assert reason.startswith('lost: gpu-a does not answer any more'), reason
+    # One connection attempt per task after the loss: the change's step, then one ask; the rescue asks no more.
+    asked = unreachable_tasks(res.stdout, 'gpu-a')
+    assert asked == ['A step of the change on the lost node',
+                     'baremetal.gpu.node_maintenance : Ask | Ask the node (a lost node is not an error here)'], asked
+    # Nothing more was done on the node: its record still says it is out of service for this rollout.
+    record = json.loads((tmp_path / 'state' / 'host-rollout.json').read_text())
+    assert record['state'] == 'upgrading' and record['cordoned'] is True, record
