@@ -19,6 +19,7 @@ driver_plan = LazyModule('driver_plan')
 node_facts = LazyModule('node_facts')
 kernel_guard = LazyModule('kernel_guard')
 modparams = LazyModule('modparams')
+support = LazyModule('support')
 
 
 def driver_plan_filter(facts, settings, os_data, apt=None, today=None):
@@ -51,6 +52,10 @@ def apt_simulation(text, branch_regex='^$'):
 
 def apt_real_branches(text, package, branch):
     return aptlib.real_branches(text, package, branch)
+
+
+def apt_default_branch(text, package, branch, today=None):
+    return support.archive_default_branch(aptlib.real_branches(text, package, branch), today)
 
 
 def apt_branch_family(install, branch):
@@ -180,6 +185,7 @@ class FilterModule(object):
             'apt_simulation': apt_simulation,
             'apt_branch_family': apt_branch_family,
             'apt_real_branches': apt_real_branches,
+            'apt_default_branch': apt_default_branch,
             'dkms_status': dkms_status,
             'dkms_build_error': dkms_build_error,
             'modinfo': modinfo,

@@ -354,6 +354,10 @@ def branch_family(install, branch):
     return {'package': '', 'prefix': ''}
 
 
+# A dependency line of ``apt-cache depends`` (' |' marks an or-group's member), the package named in group 1.
+DEPENDS_LINE = re.compile(r'^ [ |]Depends: <?([^>\s]+)>?')
+
+
 def parse_depends(text):
     """Parse ``apt-cache depends PACKAGE...`` (LC_ALL=C): {package: [names it depends on]}, alternatives of an
     or-group included, the providers apt lists under a virtual package left out."""
@@ -366,10 +370,28 @@ def parse_depends(text):
             name = raw.strip()
             out[name] = []
             continue
-        match = re.match(r'^ [ |]Depends: <?([^>\s]+)>?', raw)
+        match = DEPENDS_LINE.match(raw)
         if name is not None and match:
             out[name].append(match.group(1))
     return out
+
+
+def cut_depends(text, prefix):
+    """``apt-cache depends`` output cut to what parse_depends needs about packages named ``prefix``*: each such
+    package's line and its direct Depends on a package with the same prefix (the alternatives and providers apt
+    lists under a dependency, and every other dependency, left out)."""
+    out = []
+    keep = False
+    for raw in (text or '').splitlines():
+        if raw and not raw[0].isspace():
+            keep = raw.strip().startswith(prefix)
+            if keep:
+                out.append(raw.strip())
+            continue
+        match = DEPENDS_LINE.match(raw)
+        if keep and match and match.group(1).startswith(prefix):
+            out.append(raw.rstrip())
+    return '\n'.join(out) + ('\n' if out else '')
 
 
 def real_branches(depends_text, package, branch):

@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.baremetal.gpu.plugins.module_utils import apt as aptlib
 from ansible_collections.baremetal.gpu.plugins.module_utils import dkms as dkmslib
 from ansible_collections.baremetal.gpu.plugins.module_utils import desired_state
 from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance_reasons import package_branch
@@ -107,6 +108,21 @@ def branch_section(settings, os_data, today=None):
     return out
 
 
+def archive_default(settings, os_data, apt, today=None):
+    """The OS default branch chosen from the archive's own data (support.archive_default_branch), where the OS data
+    says how (default_branch_archive: the metapackage template whose transitional versions tell a retired branch) and
+    apt_sources_info read the dependencies (its branch_depends); None otherwise. The metapackage is named for the
+    OS data's default_branch (the first guess the run asked apt about), the flavor and an explicit kernel module."""
+    spec = os_data.get('default_branch_archive') or {}
+    text = (apt or {}).get('branch_depends') or ''
+    if not spec.get('package') or not text:
+        return None
+    guess = str(os_data['default_branch'])
+    package = _fmt(spec['package'], branch=guess, server='-server' if settings.get('flavor') == 'server' else '',
+                   open='-open' if settings.get('kernel_module') == 'open' else '')
+    return support.archive_default_branch(aptlib.real_branches(text, package, guess), today)
+
+
 def plan(settings, os_data, facts, apt=None, today=None):
     """The plan for one node. See the module docstring; every key is documented in the filter's RETURN.
 
@@ -121,6 +137,11 @@ def plan(settings, os_data, facts, apt=None, today=None):
     if source == 'cuda_repo' and cuda_packages:
         os_data = dict(os_data, packages=cuda_packages, kernel_packages={}, leftovers={},
                        module_packages=(os_data.get('cuda_repo') or {}).get('module_packages') or {})
+    # An OS whose archive names its packages by branch: the default is what that archive really ships.
+    os_data_guess = os_data['default_branch']
+    from_archive = archive_default(settings, os_data, apt, today)
+    if from_archive and from_archive['branch']:
+        os_data = dict(os_data, default_branch=from_archive['branch'])
     # The inventory is the desired state: with no branch named, the installed branch is kept (desired_state).
     version_branch = str(settings.get('version') or '').split('.', 1)[0]
     wanted = desired_state.desired_branch(settings.get('branch') or version_branch or None,
@@ -128,7 +149,10 @@ def plan(settings, os_data, facts, apt=None, today=None):
                                           bool(settings.get('allow_downgrade', False)))
     out = branch_section(dict(settings, branch=None if wanted['source'] == 'default' else wanted['branch']),
                          os_data, today)
-    out.update(branch_source=wanted['source'], branch_reason=wanted['message'], downgrade=wanted['downgrade'])
+    out.update(branch_source=wanted['source'], branch_reason=wanted['message'], downgrade=wanted['downgrade'],
+               default_branch=dict(from_archive or {}, guess=str(os_data_guess)))
+    if wanted['source'] == 'default' and from_archive and from_archive['branch']:
+        out['branch_reason'] = '%s (nvidia_driver_branch is not set and no driver is installed)' % from_archive['reason']
     out['errors'].extend(wanted['errors'])
     errors = out['errors']
     branch = out['branch']

@@ -339,6 +339,27 @@ def driver_branch_status(branch, today=None):
     return out
 
 
+def archive_default_branch(real, today=None):
+    """The default driver branch of an OS whose archive names its driver packages by branch (Ubuntu), chosen from
+    ``real``, the branches the archive really ships (apt.real_branches: not a transitional package for another
+    branch): the newest NVIDIA Long Term Support Branch among them that is supported on ``today``, else the newest
+    supported branch of another kind; '' when none of them is supported (the caller keeps its own default).
+    Returns {branch, real (sorted), reason}: reason is one clause for the play output and the plan's branch reason."""
+    real = sorted(set(str(b) for b in real or []), key=int)
+    supported = [driver_branch_status(b, today) for b in real]
+    supported = [s for s in supported if s['supported']]
+    ltsb = [s for s in supported if s['kind'] == 'LTSB']
+    pick = (ltsb or supported or [None])[-1]
+    if pick is None:
+        return {'branch': '', 'real': real, 'reason': ''}
+    what = ('the newest NVIDIA %s' % KIND_NAMES['LTSB']) if ltsb else (
+        'the newest supported NVIDIA branch (no Long Term Support Branch is a real package here; this one is a %s)'
+        % pick['kind_name'])
+    return {'branch': pick['branch'], 'real': real,
+            'reason': '%s, %s that the archive ships (real packages: %s; the other branch numbers it lists are '
+                      'transitional packages for another branch)' % (pick['branch'], what, ', '.join(real))}
+
+
 # --------------------------------------------------------------------------------------------
 # GPU generation from the PCI device ID.
 #

@@ -96,6 +96,14 @@ options:
     elements: str
     default: []
     version_added: 0.4.0
+  depends_prefix:
+    description:
+      - A package name prefix, for example C(nvidia-driver-). Every package whose name starts with it (C(apt-cache pkgnames)) is
+        asked what it depends on (C(apt-cache depends), the same apt state as the answer about O(packages)), so that a
+        caller can tell the branches the archive really ships from its transitional packages. The result is
+        RV(branch_depends).
+    type: str
+    version_added: 0.5.0
 notes:
   - The private probe uses C(-o Dir::Etc::SourceList), C(Dir::Etc::SourceParts), C(Dir::State::Lists) and C(Dir::Cache)
     pointing into a temporary directory; the installed state comes from the node's dpkg status as usual.
@@ -176,6 +184,15 @@ node_lists:
   type: bool
   sample: true
   version_added: 0.4.0
+branch_depends:
+  description:
+    - The C(apt-cache depends) text of the packages named with O(depends_prefix), cut to each package's line and its
+      direct dependencies on packages with the same prefix (what tells a transitional package); empty without
+      O(depends_prefix). The filter P(baremetal.gpu.apt_real_branches#filter) reads it.
+  returned: always
+  type: str
+  sample: "nvidia-driver-570-open\n  Depends: nvidia-driver-580-open\nnvidia-driver-580-open\n"
+  version_added: 0.5.0
 fetch_errors:
   description: Of O(fetch), the packages whose file could not be downloaded, with why (the HTTP status and the URL).
   returned: always
@@ -240,7 +257,25 @@ def apt_cache_policy(module, options, packages):
     return out
 
 
-def private_probe(module, entries, packages, timeout, fetch):
+def branch_depends(module, options, prefix):
+    """``apt-cache depends`` of every package named ``prefix``*, cut to the package lines and their direct dependencies
+    on packages with the same prefix (read-only); '' without a prefix or when apt knows none."""
+    if not prefix:
+        return ''
+    apt_cache = module.get_bin_path('apt-cache', required=True)
+    rc, out, err = module.run_command([apt_cache] + options + ['pkgnames', prefix], environ_update=ENV)
+    names = sorted(set(line.strip() for line in out.splitlines() if line.strip())) if rc == 0 else []
+    if not names:
+        return ''
+    cmd = [apt_cache] + options + ['depends', '--no-recommends', '--no-suggests', '--no-conflicts', '--no-breaks',
+                                   '--no-replaces', '--no-enhances'] + names
+    rc, out, err = module.run_command(cmd, environ_update=ENV)
+    if rc != 0:
+        module.fail_json(msg='apt-cache depends failed (rc %d): %s' % (rc, err.strip()), cmd=cmd, rc=rc)
+    return aptlib.cut_depends(out, prefix)
+
+
+def private_probe(module, entries, packages, timeout, fetch, prefix=''):
     work = tempfile.mkdtemp(prefix='baremetal-gpu-apt-')
     try:
         for sub in ('parts', 'lists/partial', 'cache/archives/partial'):
@@ -260,7 +295,7 @@ def private_probe(module, entries, packages, timeout, fetch):
                              % (rc, ', timed out after %d s' % timeout if rc == 124 else '', (err or out).strip()),
                              cmd=update, rc=rc, stdout=out, stderr=err)
         known = aptlib.parse_policy(apt_cache_policy(module, options, packages))
-        return known, fetch_errors(module, options, fetch, known, timeout)
+        return known, fetch_errors(module, options, fetch, known, timeout), branch_depends(module, options, prefix)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -278,6 +313,7 @@ def main():
             timeout=dict(type='int', default=300),
             fetch=dict(type='list', elements='str', default=[]),
             node_packages=dict(type='list', elements='str', default=[]),
+            depends_prefix=dict(type='str'),
         ),
         supports_check_mode=True,
     )
@@ -298,15 +334,16 @@ def main():
     missing = result['missing']
     in_place = sorted(entry_key(e) for e in own_entries) == sorted(entry_key(e) for e in missing)
 
-    packages, source, fetch_failed = {}, 'none', {}
+    packages, source, fetch_failed, depends = {}, 'none', {}, ''
     fetch = [name for name in params['fetch'] if name in params['packages']]
     if params['packages']:
         if missing and not in_place and params['probe']:
-            (packages, fetch_failed), source = private_probe(module, missing, params['packages'], params['timeout'],
-                                                             fetch), 'private'
+            (packages, fetch_failed, depends), source = private_probe(
+                module, missing, params['packages'], params['timeout'], fetch, params['depends_prefix']), 'private'
         else:
             packages, source = aptlib.parse_policy(apt_cache_policy(module, [], params['packages'])), 'node'
             fetch_failed = fetch_errors(module, [], fetch, packages, params['timeout'])
+            depends = branch_depends(module, [], params['depends_prefix'])
     node_packages, node_lists = {}, None
     if params['node_packages']:
         # Without arguments apt-cache policy lists the node's package files: are there any besides dpkg's status?
@@ -320,7 +357,7 @@ def main():
     module.exit_json(changed=False, files=files, mirrors=result['mirrors'], missing=missing,
                      deb822=aptlib.render_deb822(missing), in_place=in_place, packages=packages,
                      package_source=source, held=held, fetch_errors=fetch_failed, node_packages=node_packages,
-                     node_lists=node_lists)
+                     node_lists=node_lists, branch_depends=depends)
 
 
 if __name__ == '__main__':

@@ -60,6 +60,19 @@ def test_ubuntu2404_listed_but_unserved_prebuilt_package_refused_and_auto_falls_
     assert not host.run("ls /var/cache/apt/archives/ | grep -F 6.8.0-151").stdout
 
 
+def test_ubuntu2604_default_branch_from_an_archive_that_retired_580(host):
+    """The decide step on an archive whose nvidia-driver-580 is a transitional package (a local index, TEST ONLY):
+    595 chosen, with 595's packages."""
+    if not _name(host).endswith("ubuntu2604"):
+        return
+    reason, install = host.file("/var/tmp/retired-default.txt").content_string.splitlines()[:2]
+    assert reason.startswith("595, the newest supported NVIDIA branch (no Long Term Support Branch is a real package "
+                             "here; this one is a Production Branch) that the archive ships (real packages: 595, 615"), reason
+    assert "nvidia-headless-no-dkms-595-open" in install.split() and "580" not in install, install
+    # The local index is gone again.
+    assert not host.file("/etc/apt/sources.list.d/baremetal-test-retired.list").exists
+
+
 def test_debian12_eol_refusal_names_the_variable_and_the_way_out(host):
     if not _name(host).endswith("debian12"):
         return

@@ -202,6 +202,21 @@ def test_real_branches_from_the_archives_dependencies(release, package, branch, 
     assert branch not in real
 
 
+@pytest.mark.parametrize('release', ['ubuntu2204', 'ubuntu2604'])
+def test_cut_depends_keeps_what_tells_a_transitional_package(release):
+    """apt_sources_info returns the cut text (the whole one runs to thousands of lines on noble: every metapackage's
+    module packages as alternatives); the real branches read from it are those of the whole text."""
+    text = fixture('%s-depends-nvidia-driver.txt' % release)
+    cut = apt.cut_depends(text, 'nvidia-driver-')
+    assert len(cut) < len(text)
+    for package, branch in (('nvidia-driver-535', '535'), ('nvidia-driver-580-open', '580'),
+                            ('nvidia-driver-590-server', '590')):
+        assert apt.real_branches(cut, package, branch) == apt.real_branches(text, package, branch)
+    assert all(line.startswith(('nvidia-driver-', '  Depends: nvidia-driver-', ' |Depends: nvidia-driver-'))
+               for line in cut.splitlines()), cut
+    assert apt.cut_depends('', 'nvidia-driver-') == ''
+
+
 def test_a_real_branch_is_among_the_real_ones():
     assert '580' in apt.real_branches(fixture('ubuntu2604-depends-nvidia-driver.txt'), 'nvidia-driver-580', '580')
 

@@ -8,6 +8,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+import re
+
 import pytest
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import driver_plan
@@ -53,6 +56,46 @@ def test_debian12_default_branch_is_past_its_end_of_life_and_warns():
     assert plan['branch_warning'].startswith('END OF LIFE: driver branch R535 (Long Term Support Branch) reached')
     assert "NVIDIA's CUDA repository" in plan['branch_warning'] and 'nvidia_driver_source: cuda_repo' in plan['branch_warning']
     assert plan['errors'] == []
+
+
+# Ubuntu 26.04's real apt-cache depends of every nvidia-driver-* (tests/fixtures/apt, 2026-11-30): 580, 595 and 615
+# are real packages, the other numbers transitional; RETIRED is the same with 580 made a transitional package for 595,
+# as the archive does to a retired branch.
+DEPENDS_2604 = open(os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'apt',
+                                 'ubuntu2604-depends-nvidia-driver.txt')).read()
+RETIRED = re.sub(r'(?m)^nvidia-driver-580$', 'nvidia-driver-580\n  Depends: nvidia-driver-595', DEPENDS_2604)
+
+
+def test_ubuntu_default_branch_comes_from_the_archive():
+    plan = driver_plan.plan(settings(), os_data('Ubuntu'), facts(), dict(apt_answer(), branch_depends=DEPENDS_2604),
+                            today='2026-11-30')
+    assert plan['branch'] == '580' and plan['branch_source'] == 'default'
+    assert plan['default_branch'] == {'guess': '580', 'branch': '580', 'real': ['580', '595', '615'],
+                                      'reason': plan['default_branch']['reason']}
+    assert plan['branch_reason'].startswith('580, the newest NVIDIA Long Term Support Branch that the archive ships '
+                                            '(real packages: 580, 595, 615;')
+    # An archive that retired 580: the branch it ships, and the packages apt must be asked about are that branch's.
+    plan = driver_plan.plan(settings(), os_data('Ubuntu'), facts(), dict(apt_answer(), branch_depends=RETIRED),
+                            today='2026-11-30')
+    assert plan['branch'] == '595' and plan['default_branch']['guess'] == '580'
+    assert 'no Long Term Support Branch is a real package here' in plan['branch_reason']
+    assert 'nvidia-headless-no-dkms-595-open' in plan['query_packages']
+    assert not [p for p in plan['query_packages'] if '580' in p]
+
+
+def test_the_archive_default_never_overrides_the_inventory_or_the_installed_branch():
+    apt = dict(apt_answer(), branch_depends=RETIRED)
+    plan = driver_plan.plan(settings(branch='580'), os_data('Ubuntu'), facts(), apt, today='2026-11-30')
+    assert plan['branch'] == '580' and plan['branch_source'] == 'inventory'
+    installed = dict(facts(), driver_installed_branches=['580'])
+    plan = driver_plan.plan(settings(), os_data('Ubuntu'), installed, apt, today='2026-11-30')
+    assert plan['branch'] == '580' and plan['branch_source'] == 'installed'
+    # Without the archive's answer (the first decision, or Debian, whose packages carry no branch): the OS data's.
+    plan = driver_plan.plan(settings(), os_data('Ubuntu'), facts(), today='2026-11-30')
+    assert plan['branch'] == '580' and plan['default_branch'] == {'guess': '580'}
+    plan = driver_plan.plan(settings(), os_data('Debian-12'), facts(kernels=['6.1.0-50-amd64']),
+                            dict(apt_answer(), branch_depends=RETIRED), today='2026-11-30')
+    assert plan['branch'] == '535' and plan['default_branch'] == {'guess': '535'}
 
 
 def test_eol_branch_refused_when_not_allowed():

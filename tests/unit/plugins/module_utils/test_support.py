@@ -120,6 +120,26 @@ def test_unconfirmed_branch_says_so():
     assert 'UNCONFIRMED' in got['message']
 
 
+@pytest.mark.parametrize('real, today, branch, words', [
+    # Ubuntu 26.04 and 22.04 today (tests/fixtures/apt/*-depends-nvidia-driver.txt): 580 is the LTSB they ship.
+    (['580', '595', '615'], '2026-11-30', '580', 'the newest NVIDIA Long Term Support Branch'),
+    (['390', '470', '545', '580', '595', '615'], '2026-11-30', '580', 'real packages: 390, 470, 545, 580, 595, 615'),
+    # An archive that made 580 a transitional package: no LTSB left, the Production Branch it ships (615 has no row
+    # NVIDIA confirms, so it is never chosen).
+    (['595', '615'], '2026-11-30', '595', 'no Long Term Support Branch is a real package here'),
+    # An LTSB newer than 580, once an archive ships it, is taken.
+    (['580', '595', '620'], '2026-11-30', '620', 'Long Term Support Branch'),
+    # After 595's end of life and with 580 retired: nothing supported, the caller keeps its own default.
+    (['595', '615'], '2027-04-01', '', ''),
+    ([], '2026-11-30', '', ''),
+])
+def test_archive_default_branch(real, today, branch, words):
+    got = support.archive_default_branch(real, today)
+    assert got['branch'] == branch
+    assert words in got['reason']
+    assert got['real'] == sorted(real, key=int)
+
+
 # ---- every branch the tested archives offer is in the table -------------------------------------
 
 APT_FIXTURES = [os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', d) for d in ('apt', 'dkms')]

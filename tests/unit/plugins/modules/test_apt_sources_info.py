@@ -15,6 +15,7 @@ import pytest
 
 from ansible.module_utils import basic
 
+from ansible_collections.baremetal.gpu.plugins.module_utils import apt as aptlib
 from ansible_collections.baremetal.gpu.plugins.modules import apt_sources_info
 from ansible_collections.baremetal.gpu.tests.unit.plugins.modules.utils import (
     AnsibleExitJson,
@@ -27,6 +28,9 @@ POLICY = open(os.path.join(FIXTURES, 'ubuntu2404-policy.txt')).read()
 POLICY_LISTS = open(os.path.join(FIXTURES, 'ubuntu2404-policy-lists.txt')).read()
 POLICY_NO_LISTS = open(os.path.join(FIXTURES, 'debian12-policy-no-lists.txt')).read()
 DOWNLOAD_404 = open(os.path.join(FIXTURES, 'ubuntu2404-download-404-6.8.0-151.txt')).read()
+# Ubuntu 26.04's real answer (the capture's first line is the command, with the names apt-cache pkgnames gave).
+DEPENDS_2604 = open(os.path.join(FIXTURES, 'ubuntu2604-depends-nvidia-driver.txt')).read()
+PKGNAMES_2604 = '\n'.join(DEPENDS_2604.splitlines()[0].split('--no-enhances ', 1)[1].split()) + '\n'
 OWN = 'baremetal-gpu-nvidia-driver.sources'
 NOBLE = {'release': 'noble', 'suite_suffixes': ['', '-updates', '-security'],
          'components': ['main', 'restricted', 'universe', 'multiverse']}
@@ -58,6 +62,10 @@ def node(tmp_path, monkeypatch):
             return 0, state['lists'], ''
         if 'policy' in args:
             return 0, POLICY, ''
+        if 'pkgnames' in args:
+            return 0, PKGNAMES_2604, ''
+        if 'depends' in args:
+            return 0, '\n'.join(DEPENDS_2604.splitlines()[1:]) + '\n', ''
         if 'download' in args:
             # The real answer of the archive for a listed package it does not serve (apt prints it on stdout).
             return (100, DOWNLOAD_404, '') if args[-1] == 'nvidia-driver-580' else (0, 'Get:1 ... [5 kB]', '')
@@ -169,3 +177,27 @@ def test_fetch_in_the_private_probe_uses_its_apt_state(node):
     assert result['package_source'] == 'private'
     assert any(a.startswith('Dir::Etc::SourceParts=') for a in download)
     assert 'nvidia-driver-580' in result['fetch_errors']
+
+
+def test_depends_prefix_reads_the_branches_in_the_same_apt_state(node):
+    """A first run (the private probe): the packages named nvidia-driver-* and what they depend on, from the probe's
+    own apt state; the text comes back cut to what tells a transitional package."""
+    own = str(node['etc'] / 'sources.list.d' / OWN)
+    result = run(dict(NOBLE, own_file=own, packages=['nvidia-utils-580'], depends_prefix='nvidia-driver-'))
+    assert result['package_source'] == 'private'
+    pkgnames = [c for c in node['calls'] if 'pkgnames' in c][0]
+    depends = [c for c in node['calls'] if 'depends' in c][0]
+    assert pkgnames[-2:] == ['pkgnames', 'nvidia-driver-'] and 'Dir::Etc::SourceList=/dev/null' in pkgnames
+    assert 'Dir::Etc::SourceList=/dev/null' in depends and '--no-recommends' in depends
+    assert depends[-1] == 'nvidia-driver-615-server-open' and 'nvidia-driver-535' in depends
+    assert result['branch_depends'].startswith('nvidia-driver-535\n  Depends: nvidia-driver-580\n')
+    assert 'linux-modules' not in result['branch_depends']
+    assert aptlib.real_branches(result['branch_depends'], 'nvidia-driver-580-open', '580') == ['580', '595', '615']
+    # From the node's own lists once the entries are in place; nothing asked without a prefix.
+    node['calls'][:] = []
+    assert run(dict(NOBLE, packages=['nvidia-utils-580']))['branch_depends'] == ''
+    assert not [c for c in node['calls'] if 'pkgnames' in c or 'depends' in c]
+    result = run(dict(NOBLE, probe=False, packages=['nvidia-utils-580'], depends_prefix='nvidia-driver-'))
+    assert result['package_source'] == 'node'
+    assert ['/usr/bin/apt-cache', 'pkgnames', 'nvidia-driver-'] in node['calls']
+    assert 'nvidia-driver-590\n  Depends: nvidia-driver-595\n' in result['branch_depends']
