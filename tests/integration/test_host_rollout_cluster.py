@@ -42,27 +42,22 @@ DISRUPTIVE = {'in_cluster': True, 'why': 'rke2-agent is enabled', 'role': 'agent
 
 ACCEPT = 'baremetal.gpu/gpu-acceptance'
 ACCEPT_REASON = 'a new node: its GPUs are checked before its first uncordon (gpu_health_accept_new_nodes)'
-# The rollout's batched block (playbooks/rollout.yml) with day 1's acceptance, cut to the steps around the host
-# layer: enter, gpu_health's acceptance, leave, and the rescue.
-ACCEPT_PLAY = """---
-- name: Day-1 host rollout of a new node, with its GPU acceptance
+# The rollout's batched block (playbooks/rollout.yml), cut to the engine's enter and leave steps around a change, and
+# the rescue; the change's steps and the block's keywords are each play's own.
+BATCH_PLAY = """---
+- name: {name}
   hosts: gpu-a
   gather_facts: false
   vars:
     node_maintenance_rollout_kind: host_rollout
   tasks:
-    - name: Enter, accept, leave
-      block:
+    - name: Enter, change, leave
+{keywords}      block:
         - name: Enter
           ansible.builtin.include_role:
             name: baremetal.gpu.node_maintenance
             tasks_from: enter
-        - name: Accept
-          ansible.builtin.include_role:
-            name: baremetal.gpu.gpu_health
-            tasks_from: accept
-          when: __node_maintenance_host_rollout['accept'] | default([]) | length > 0
-        - name: Leave
+{change}        - name: Leave
           ansible.builtin.include_role:
             name: baremetal.gpu.node_maintenance
             tasks_from: leave
@@ -72,25 +67,19 @@ ACCEPT_PLAY = """---
             name: baremetal.gpu.node_maintenance
             tasks_from: failed
 """
-
-
-# The rollout's batched block, cut to enter and leave around a change that loses the node (TEST ONLY: the lossy_local
-# connection, tests/integration/connection_plugins, makes gpu-a unreachable once <BAREMETAL_TEST_LOST_DIR>/gpu-a.lost
-# exists, as ssh does for a node that never came back from its reboot), and the rescue.
-LOST_PLAY = """---
-- name: Day-1 host rollout of a node lost in its change
-  hosts: gpu-a
-  gather_facts: false
-  vars:
-    node_maintenance_rollout_kind: host_rollout
-  tasks:
-    - name: Enter, lose the node, leave
-      ignore_unreachable: true
-      block:
-        - name: Enter
+# Day 1 with the GPU acceptance of a new node as the change.
+ACCEPT_PLAY = BATCH_PLAY.format(name='Day-1 host rollout of a new node, with its GPU acceptance', keywords='', change="""\
+        - name: Accept
           ansible.builtin.include_role:
-            name: baremetal.gpu.node_maintenance
-            tasks_from: enter
+            name: baremetal.gpu.gpu_health
+            tasks_from: accept
+          when: __node_maintenance_host_rollout['accept'] | default([]) | length > 0
+""")
+# A change that loses the node (TEST ONLY: the lossy_local connection, tests/integration/connection_plugins, makes
+# gpu-a unreachable once <BAREMETAL_TEST_LOST_DIR>/gpu-a.lost exists, as ssh does for a node that never came back from
+# its reboot), in a block that keeps a lost node in the play, as the rollout's does.
+LOST_PLAY = BATCH_PLAY.format(name='Day-1 host rollout of a node lost in its change',
+                              keywords='      ignore_unreachable: true\n', change="""\
         - name: Lose the node (TEST ONLY)
           ansible.builtin.file:
             path: "{{ lookup('ansible.builtin.env', 'BAREMETAL_TEST_LOST_DIR') }}/gpu-a.lost"
@@ -100,16 +89,7 @@ LOST_PLAY = """---
         - name: A step of the change on the lost node
           ansible.builtin.command: "true"
           changed_when: false
-        - name: Leave
-          ansible.builtin.include_role:
-            name: baremetal.gpu.node_maintenance
-            tasks_from: leave
-      rescue:
-        - name: Failed
-          ansible.builtin.include_role:
-            name: baremetal.gpu.node_maintenance
-            tasks_from: failed
-"""
+""")
 
 
 def unreachable_tasks(out, host):
