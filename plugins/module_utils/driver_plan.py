@@ -112,10 +112,11 @@ def archive_default(settings, os_data, apt, today=None):
     """The OS default branch chosen from the archive's own data (support.archive_default_branch), where the OS data
     says how (default_branch_archive: the metapackage template whose transitional versions tell a retired branch) and
     apt_sources_info read the dependencies (its branch_depends); None otherwise. The metapackage is named for the
-    OS data's default_branch (the first guess the run asked apt about), the flavor and an explicit kernel module."""
+    OS data's default_branch (the first guess the run asked apt about), the flavor and an explicit kernel module.
+    Only for the OS's own archive (nvidia_driver_source distro): NVIDIA's CUDA repository has branches of its own."""
     spec = os_data.get('default_branch_archive') or {}
     text = (apt or {}).get('branch_depends') or ''
-    if not spec.get('package') or not text:
+    if not spec.get('package') or not text or (settings.get('source') or 'distro') != 'distro':
         return None
     guess = str(os_data['default_branch'])
     package = _fmt(spec['package'], branch=guess, server='-server' if settings.get('flavor') == 'server' else '',

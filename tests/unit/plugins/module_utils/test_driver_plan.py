@@ -96,6 +96,9 @@ def test_the_archive_default_never_overrides_the_inventory_or_the_installed_bran
     plan = driver_plan.plan(settings(), os_data('Debian-12'), facts(kernels=['6.1.0-50-amd64']),
                             dict(apt_answer(), branch_depends=RETIRED), today='2026-11-30')
     assert plan['branch'] == '535' and plan['default_branch'] == {'guess': '535'}
+    # NVIDIA's CUDA repository has branches of its own: Ubuntu's archive does not choose for it.
+    plan = driver_plan.plan(settings(source='cuda_repo'), os_data('Ubuntu'), facts(), apt, today='2026-11-30')
+    assert plan['branch'] == '580' and plan['default_branch'] == {'guess': '580'}
 
 
 def test_eol_branch_refused_when_not_allowed():
