@@ -150,8 +150,12 @@ def plan(settings, os_data, facts, apt=None, today=None):
                                           bool(settings.get('allow_downgrade', False)))
     out = branch_section(dict(settings, branch=None if wanted['source'] == 'default' else wanted['branch']),
                          os_data, today)
+    # ask: the prefix of the packages whose dependencies apt_sources_info reads for the archive's choice (its
+    # depends_prefix), only while the branch would be the OS's own archive's default; '' otherwise.
+    ask = ((os_data.get('default_branch_archive') or {}).get('prefix') or ''
+           if wanted['source'] == 'default' and source == 'distro' else '')
     out.update(branch_source=wanted['source'], branch_reason=wanted['message'], downgrade=wanted['downgrade'],
-               default_branch=dict(from_archive or {}, guess=str(os_data_guess)))
+               default_branch=dict(from_archive or {}, guess=str(os_data_guess), ask=ask))
     if wanted['source'] == 'default' and from_archive and from_archive['branch']:
         out['branch_reason'] = '%s (nvidia_driver_branch is not set and no driver is installed)' % from_archive['reason']
     out['errors'].extend(wanted['errors'])

@@ -71,7 +71,7 @@ def test_ubuntu_default_branch_comes_from_the_archive():
                             today='2026-11-30')
     assert plan['branch'] == '580' and plan['branch_source'] == 'default'
     assert plan['default_branch'] == {'guess': '580', 'branch': '580', 'real': ['580', '595', '615'],
-                                      'reason': plan['default_branch']['reason']}
+                                      'reason': plan['default_branch']['reason'], 'ask': 'nvidia-driver-'}
     assert plan['branch_reason'].startswith('580, the newest NVIDIA Long Term Support Branch that the archive ships '
                                             '(real packages: 580, 595, 615;')
     # An archive that retired 580: the branch it ships, and the packages apt must be asked about are that branch's.
@@ -87,18 +87,21 @@ def test_the_archive_default_never_overrides_the_inventory_or_the_installed_bran
     apt = dict(apt_answer(), branch_depends=RETIRED)
     plan = driver_plan.plan(settings(branch='580'), os_data('Ubuntu'), facts(), apt, today='2026-11-30')
     assert plan['branch'] == '580' and plan['branch_source'] == 'inventory'
+    # ... and apt is not asked for the dependencies then.
+    assert plan['default_branch']['ask'] == ''
     installed = dict(facts(), driver_installed_branches=['580'])
     plan = driver_plan.plan(settings(), os_data('Ubuntu'), installed, apt, today='2026-11-30')
     assert plan['branch'] == '580' and plan['branch_source'] == 'installed'
+    assert plan['default_branch']['ask'] == ''
     # Without the archive's answer (the first decision, or Debian, whose packages carry no branch): the OS data's.
     plan = driver_plan.plan(settings(), os_data('Ubuntu'), facts(), today='2026-11-30')
-    assert plan['branch'] == '580' and plan['default_branch'] == {'guess': '580'}
+    assert plan['branch'] == '580' and plan['default_branch'] == {'guess': '580', 'ask': 'nvidia-driver-'}
     plan = driver_plan.plan(settings(), os_data('Debian-12'), facts(kernels=['6.1.0-50-amd64']),
                             dict(apt_answer(), branch_depends=RETIRED), today='2026-11-30')
-    assert plan['branch'] == '535' and plan['default_branch'] == {'guess': '535'}
+    assert plan['branch'] == '535' and plan['default_branch'] == {'guess': '535', 'ask': ''}
     # NVIDIA's CUDA repository has branches of its own: Ubuntu's archive does not choose for it.
     plan = driver_plan.plan(settings(source='cuda_repo'), os_data('Ubuntu'), facts(), apt, today='2026-11-30')
-    assert plan['branch'] == '580' and plan['default_branch'] == {'guess': '580'}
+    assert plan['branch'] == '580' and plan['default_branch'] == {'guess': '580', 'ask': ''}
 
 
 def test_eol_branch_refused_when_not_allowed():
