@@ -264,13 +264,13 @@ def test_a_new_node_with_healthy_gpus_is_labelled_passed_and_uncordoned(tmp_path
     meta = node(cluster)['metadata']
     assert meta['labels'][ACCEPT] == 'passed' and meta['labels'][LABEL] == 'done'
     assert node(cluster)['spec'].get('unschedulable') in (None, False)
-    # Cordoned and labelled pending first, then passed together with "done" and the uncordon, in one write (a kill can
-    # never leave it labelled done and cordoned).
+    # Cordoned and labelled pending in one write first, then passed together with "done" and the uncordon, in one
+    # write (a kill can never leave it labelled done and cordoned).
     writes = [b for m, p, b in cluster.requests if m == 'PATCH' and p.split('?')[0] == '/api/v1/nodes/nori']
     labels = [((b.get('metadata') or {}).get('labels') or {}).get(ACCEPT) for b in writes]
     assert [v for v in labels if v] == ['pending', 'passed'], writes
-    cordon = writes.index({'spec': {'unschedulable': True}})
-    assert labels.index('pending') < cordon < labels.index('passed') == len(writes) - 1
+    assert writes[labels.index('pending')]['spec'] == {'unschedulable': True}, writes
+    assert labels.index('pending') < labels.index('passed') == len(writes) - 1
     assert writes[-1]['spec'] == {'unschedulable': False} and writes[-1]['metadata']['labels'][LABEL] == 'done', writes[-1]
 
 

@@ -8,7 +8,6 @@ real through kubernetes.core (k8s_info, k8s, k8s_drain) and baremetal.gpu.gpu_no
 tests assert the node's resulting state and the requests, in order.
 """
 import copy
-import json
 import subprocess
 
 import pytest
@@ -103,14 +102,15 @@ def test_enter_then_leave(tmp_path, cluster):
     assert deletes == ['DELETE /api/v1/namespaces/ml/pods/scratch-job', 'DELETE /api/v1/namespaces/ml/pods/train-0']
     patches = [c for c in cluster.calls() if c.startswith('PATCH')]
     assert patches[0] == 'PATCH /api/v1/nodes/nori'
-    # The label went on before the cordon, the cordon before any pod was touched.
-    calls = cluster.calls()
-    first_delete = calls.index(deletes[0])
-    label_patch = [b for m, p, b in cluster.requests if m == 'PATCH' and STATE in json.dumps(b)][0]
-    cordon_index = [i for i, (m, p, b) in enumerate(cluster.requests) if m == 'PATCH' and b == {'spec': {'unschedulable': True}}][0]
-    assert label_patch['metadata']['labels'][STATE] == 'upgrading'
+    # The label, the state before and the cordon went on in one write (a kill cannot leave the node cordoned without
+    # what a rerun needs to put it back), before any pod was touched.
+    node_patches = [(i, b) for i, (m, p, b) in enumerate(cluster.requests) if m == 'PATCH' and p.split('?')[0] == '/api/v1/nodes/nori']
+    cordon_index, enter_patch = node_patches[0]
+    assert enter_patch['spec'] == {'unschedulable': True}, enter_patch
+    assert enter_patch['metadata']['labels'][STATE] == 'upgrading'
+    assert enter_patch['metadata']['annotations'][INITIAL] == 'false' and enter_patch['metadata']['annotations'][CAPACITY] == '1'
+    assert len(node_patches) == 1, node_patches
     assert cordon_index < [i for i, (m, p, b) in enumerate(cluster.requests) if m == 'DELETE'][0]
-    assert first_delete > 0
 
     res = run(tmp_path, cluster, ['enter', 'leave'], {'node_maintenance_gpu_pod_deletion_delete_emptydir': True})
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
