@@ -14,6 +14,8 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.baremetal.gpu.plugins.module_utils import mig
+
 DEVICE_LIST_STRATEGIES = ('envvar', 'volume-mounts', 'cdi-annotations', 'cdi-cri')
 HELM_MANAGED_BY = 'Helm'
 HELM_RELEASE_NAME = 'meta.helm.sh/release-name'
@@ -208,7 +210,44 @@ def sharing_capacity(plan, hosts):
         replicas = (kind.get('resources') or [{}])[0].get('replicas', 1)
         out[host] = {'replicas': int(replicas), 'profile': name,
                      'resource': 'nvidia.com/gpu.shared' if kind.get('renameByDefault') else 'nvidia.com/gpu'}
+        if name in (plan.get('mig_layouts') or {}):
+            out[host].update(mig_strategy=plan['configs'][name]['flags']['migStrategy'],
+                             mig_layout=plan['mig_layouts'][name], layouts=plan.get('layouts') or {})
     return out
+
+
+def _mig_pool_rows(row, seen, pool):
+    """The rows of a host of a MIG pool, from its layout (what the inventory asks) rather than from what the node
+    has: with the single strategy its instances as nvidia.com/gpu, with the mixed one each profile as
+    nvidia.com/mig-<profile> and its GPUs with MIG off as nvidia.com/gpu. ``mig_mismatch`` says where nvidia-smi's
+    instances per GPU are not the layout's (verify fails the node)."""
+    layout = pool['mig_layout']
+    ids = list(seen.get('gpu_device_ids') or [])
+    want = mig.expected_instances(pool.get('layouts') or {}, layout, ids)
+    if want['unmatched']:
+        row.update(refused=True, reason='MIG layout %s selects no entry for GPU %s (mig-parted refuses such a node)'
+                   % (layout, ', '.join(map(str, want['unmatched']))))
+        return [row]
+    have = list(seen.get('mig_devices_per_gpu') or [])
+    differ = ['GPU %d: %d instance(s), layout %s has %d' % (g['index'], have[g['index']], layout, sum(g['devices'].values()))
+              for g in want['gpus'] if g['index'] < len(have) and have[g['index']] != sum(g['devices'].values())]
+    row['mig_mismatch'] = '; '.join(differ)
+    row['mig_layout'] = layout
+    if pool['mig_strategy'] == 'single':
+        if want['mig_gpus'] and want['whole_gpus']:
+            row.update(refused=True, reason='MIG layout %s keeps MIG off on some GPUs: the single strategy refuses such '
+                                            'a node; use mig_strategy mixed for its profile' % layout)
+            return [row]
+        count = want['instances'] if want['mig_gpus'] else want['whole_gpus']
+        row.update(check=True, units=count, expected=count, gfd_count=count, replicas=1, resource='nvidia.com/gpu')
+        return [row]
+    rows = []
+    wanted = [('nvidia.com/mig-%s' % p, c) for p, c in sorted(want['profiles'].items())]
+    if want['whole_gpus']:
+        wanted.append(('nvidia.com/gpu', want['whole_gpus']))
+    for resource, count in wanted:
+        rows.append(dict(row, check=True, units=count, expected=count, gfd_count=None, replicas=1, resource=resource))
+    return rows or [dict(row, reason='MIG layout %s creates no instance here' % layout)]
 
 
 def expected_capacity(hostvars, hosts, mig_strategy, replicas, resource='nvidia.com/gpu', per_host=None):
@@ -216,9 +255,10 @@ def expected_capacity(hostvars, hosts, mig_strategy, replicas, resource='nvidia.
     ``verify_observed`` fact): ``device_plugin_gpus[mig_strategy]`` (GPUs, or MIG devices with the single strategy)
     times ``replicas``. One row per host: ``host``, ``node``, ``check`` (compare the node's capacity), ``refused``
     (the device plugin refuses such a node), ``gpus``, ``units``, ``expected``, ``gfd_count`` (the
-    nvidia.com/gpu.count label GFD sets; None with the mixed strategy), ``replicas`` and ``resource`` (the host's,
+    nvidia.com/gpu.count label GFD sets; None with the mixed strategy), ``replicas``, ``resource`` (the host's,
     from ``per_host`` (sharing_capacity) when its pool has a profile, else ``replicas`` and ``resource``),
-    ``reason`` when not checked."""
+    ``mig_strategy``, ``reason`` when not checked. A host of a MIG pool is expected what its layout makes
+    (_mig_pool_rows: a row per resource with the mixed strategy, and ``mig_mismatch``)."""
     rows = []
     for host in hosts or []:
         host_vars = hostvars[host] if host in hostvars else {}
@@ -233,21 +273,25 @@ def expected_capacity(hostvars, hosts, mig_strategy, replicas, resource='nvidia.
             rows.append(row)
             continue
         gpus = int(seen['gpu_count']) if seen['status'] == 'ok' else 0
-        units = seen['device_plugin_gpus'][mig_strategy]
-        row.update(node=seen['node_name'], gpus=gpus, units=units)
+        host_strategy = pool.get('mig_strategy', mig_strategy)
+        units = seen['device_plugin_gpus'][host_strategy]
+        row.update(node=seen['node_name'], gpus=gpus, units=units, mig_strategy=host_strategy)
+        if gpus and pool.get('mig_layout') and seen.get('gpu_device_ids') is not None:
+            rows.extend(_mig_pool_rows(row, seen, pool))
+            continue
         if gpus == 0:
             row['reason'] = ('it shows no GPU through nvidia-smi (%s), so no %s is expected of it'
                              % (seen['summary'], resource))
         elif units is None:
             row.update(refused=True, reason='MIG is on for only some of its GPUs, or a GPU has MIG on without MIG '
                                             'devices: the device plugin refuses such a node with verify_mig_strategy='
-                                            '%s (%s)' % (mig_strategy, seen['summary']))
+                                            '%s (%s)' % (host_strategy, seen['summary']))
         elif int(units) == 0:
             row['reason'] = ('every GPU has MIG on; with verify_mig_strategy=mixed its MIG devices are advertised as '
                              'nvidia.com/mig-<profile>, which is not checked')
         else:
             row.update(check=True, expected=int(units) * host_replicas,
-                       gfd_count=None if mig_strategy == 'mixed' else int(units))
+                       gfd_count=None if host_strategy == 'mixed' else int(units))
         rows.append(row)
     return rows
 
@@ -415,11 +459,16 @@ def promql_value_in(selector, values):
 # What a profile may share a GPU as: whole GPUs, time-slicing, MPS. Named configs of the device plugin's config file
 # (version v1), one per profile, in the chart's config.map; each Node picks one by SHARING_LABEL, the rest take
 # config.default (the chart's config-manager sidecar switches the plugin live when the label changes).
-SHARING_KINDS = ('none', 'time-slicing', 'mps')
+SHARING_KINDS = ('none', 'time-slicing', 'mps', 'mig')
 SHARING_LABEL = 'nvidia.com/device-plugin.config'
 SHARING_HOST_VAR = 'baremetal_gpu_sharing_profile'
 SHARING_DEFAULT_NAME = 'whole'
-_PROFILE_KEYS = ('sharing', 'replicas', 'rename_by_default', 'fail_requests_greater_than_one')
+_PROFILE_KEYS = ('sharing', 'replicas', 'rename_by_default', 'fail_requests_greater_than_one', 'mig_layout',
+                 'mig_strategy')
+# The settings of a MIG profile (sharing mig): the layout of the site's layouts (mig.LAYOUTS_VAR) its nodes get, and
+# how the device plugin advertises the instances (single: all alike, as nvidia.com/gpu; mixed: nvidia.com/mig-<profile>).
+_MIG_KEYS = ('mig_layout', 'mig_strategy')
+MIG_STRATEGIES = ('single', 'mixed')
 # A label value (the profile name is one): 63 characters at most, alphanumerics at both ends.
 _LABEL_VALUE = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')
 
@@ -432,9 +481,11 @@ def _int(value):
 
 def sharing_config(profile, mig_strategy):
     """The device plugin's config file (version v1) for one validated profile."""
-    config = {'version': 'v1', 'flags': {'migStrategy': mig_strategy}}
     kind = profile.get('sharing', 'none')
-    resources = [{'name': 'nvidia.com/gpu', 'replicas': _int(profile.get('replicas'))}] if kind != 'none' else []
+    if kind == 'mig':
+        mig_strategy = str(profile.get('mig_strategy') or 'single')
+    config = {'version': 'v1', 'flags': {'migStrategy': mig_strategy}}
+    resources = [{'name': 'nvidia.com/gpu', 'replicas': _int(profile.get('replicas'))}] if kind not in ('none', 'mig') else []
     if kind == 'time-slicing':
         config['sharing'] = {'timeSlicing': {
             'renameByDefault': _truthy(profile.get('rename_by_default', False)),
@@ -446,12 +497,38 @@ def sharing_config(profile, mig_strategy):
     return config
 
 
+def _mig_profile_errors(where, profile, layouts):
+    """Why a MIG profile (sharing mig) cannot work with the site's layouts (``layouts``: mig.LAYOUTS_VAR)."""
+    name = profile.get('mig_layout')
+    strategy = str(profile.get('mig_strategy') or 'single')
+    if strategy not in MIG_STRATEGIES:
+        return ['%s.mig_strategy must be one of %s, got %s' % (where, ', '.join(MIG_STRATEGIES), strategy)]
+    if name in (None, ''):
+        return ['%s.mig_layout must name a layout of %s for sharing mig' % (where, mig.LAYOUTS_VAR)]
+    if not isinstance(layouts, dict) or str(name) not in mig.layout_file(layouts)['mig-configs']:
+        return ['%s.mig_layout is %s, which %s does not define (defined: %s)' % (
+            where, name, mig.LAYOUTS_VAR, ', '.join(sorted(map(str, mig.layout_file(layouts)['mig-configs'])))
+            if isinstance(layouts, dict) else 'none')]
+    errors = []
+    for key in ('replicas', 'rename_by_default', 'fail_requests_greater_than_one'):
+        if key in profile:
+            errors.append('%s.%s: a MIG profile advertises each MIG instance once (no %s with sharing mig)'
+                          % (where, key, key))
+    created = mig.layout_profiles(layouts, str(name))
+    if strategy == 'single' and len(created) > 1:
+        errors.append('%s: layout %s creates several MIG profiles (%s), which mig_strategy single refuses (the '
+                      'device plugin advertises nothing on such a node): use mig_strategy mixed, or a layout of one '
+                      'profile' % (where, name, ', '.join(created)))
+    return errors
+
+
 def sharing_plan(profiles, default_profile, mig_strategy, gfd_enabled, hostvars=None, hosts=None,
-                 time_slicing_enabled=False):
+                 time_slicing_enabled=False, mig_layouts=None):
     """The device plugin's configuration per node pool, from ``device_plugin_sharing_profiles`` (name -> {sharing:
-    none|time-slicing|mps, replicas, rename_by_default, fail_requests_greater_than_one}), the default profile of a
-    GPU node that names none (``device_plugin_sharing_default_profile``, '' for whole GPUs) and each GPU host's
-    ``baremetal_gpu_sharing_profile``.
+    none|time-slicing|mps|mig, replicas, rename_by_default, fail_requests_greater_than_one, mig_layout,
+    mig_strategy}), the default profile of a GPU node that names none (``device_plugin_sharing_default_profile``, ''
+    for whole GPUs), each GPU host's ``baremetal_gpu_sharing_profile`` and the site's MIG layouts (``mig_layouts``:
+    mig.LAYOUTS_VAR, which a MIG profile names its layout from).
 
     Returns {configs: {name: config}, default, labels: {host: profile}, mps, errors}; ``errors`` name the variable
     and are refused before any change by the caller. No profiles: nothing ({configs: {}}; the cluster-wide
@@ -478,6 +555,8 @@ def sharing_plan(profiles, default_profile, mig_strategy, gfd_enabled, hostvars=
         errors.append('device_plugin_time_slicing_enabled (one sharing for the whole cluster) and '
                       'device_plugin_sharing_profiles (sharing per node pool) cannot be combined: give the time-slicing '
                       'as a profile')
+    if mig_layouts not in (None, {}) or any(isinstance(p, dict) and p.get('sharing') == 'mig' for p in profiles.values()):
+        errors.extend(mig.layouts_errors(mig_layouts if mig_layouts is not None else {}))
     configs = {}
     for name in sorted(profiles, key=str):
         profile = profiles[name]
@@ -496,7 +575,16 @@ def sharing_plan(profiles, default_profile, mig_strategy, gfd_enabled, hostvars=
         if kind not in SHARING_KINDS:
             errors.append('%s.sharing must be one of %s, got %s' % (where, ', '.join(SHARING_KINDS), kind))
             continue
-        if kind != 'none':
+        if kind == 'mig':
+            mig_errors = _mig_profile_errors(where, profile, mig_layouts)
+            if mig_errors:
+                errors.extend(mig_errors)
+                continue
+        elif any(key in profile for key in _MIG_KEYS):
+            errors.append('%s: %s are settings of a MIG profile (sharing mig), not of sharing %s'
+                          % (where, ' and '.join(k for k in _MIG_KEYS if k in profile), kind))
+            continue
+        if kind not in ('none', 'mig'):
             try:
                 replicas = _int(profile.get('replicas'))
             except (TypeError, ValueError):
@@ -536,7 +624,11 @@ def sharing_plan(profiles, default_profile, mig_strategy, gfd_enabled, hostvars=
                           % (SHARING_HOST_VAR, host, name, ', '.join(sorted(map(str, profiles)))))
     used = set(named.values()) | {default}
     mps = any('mps' in (configs.get(name) or {}).get('sharing', {}) for name in used)
-    return {'configs': configs, 'default': default, 'labels': named, 'mps': mps, 'errors': errors}
+    pools = dict((str(n), str(p['mig_layout'])) for n, p in profiles.items()
+                 if str(n) in configs and isinstance(p, dict) and p.get('sharing') == 'mig')
+    return {'configs': configs, 'default': default, 'labels': named, 'mps': mps, 'errors': errors,
+            'mig_layouts': pools,
+            'layouts': mig.layout_file(mig_layouts)['mig-configs'] if pools and isinstance(mig_layouts, dict) else {}}
 
 
 # Our mark on a Node whose SHARING_LABEL this collection set: only such a label is changed or removed later.

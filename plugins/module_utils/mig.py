@@ -68,11 +68,17 @@ MODELS = {
 
 def device_id(pci_device_id):
     """mig-parted's form of a PCI device ID (``0x233010DE``) from nvidia-smi's ``pci_device_id`` (``0x233010DE``,
-    any case) or lspci's ``10de:2330``; '' when it is neither."""
+    any case; ``-q -x`` prints it without 0x), lspci's ``10de:2330`` or gpu_node_facts' ``0x2330`` (an NVIDIA GPU's);
+    '' when it is none of them."""
     text = (pci_device_id or '').strip()
     match = re.match(r'^([0-9a-fA-F]{4}):([0-9a-fA-F]{4})$', text)
     if match:
         return '0x%s%s' % (match.group(2).upper(), match.group(1).upper())
+    match = re.match(r'^0x([0-9a-fA-F]{4})$', text)
+    if match:   # gpu_node_facts' device_id (sysfs): the device alone, of vendor 10DE
+        return '0x%s10DE' % match.group(1).upper()
+    if re.match(r'^[0-9a-fA-F]{8}$', text):   # nvidia-smi -q -x's <pci_device_id>: 233010DE
+        return '0x' + text.upper()
     return '0x' + text[2:].upper() if DEVICE_ID.match(text) else ''
 
 
@@ -190,3 +196,101 @@ def layout_errors(spec, name, device):
             errors.append('layout %s: the instances need %d compute and %d memory slices; %s has %d and %d' % (
                 name, slices, memory, model['name'], model['slices'], model['memory_slices']))
     return errors
+
+
+# ---- the site's layouts (baremetal_gpu_mig_layouts) ---------------------------------------------------------------
+
+# The inventory variable with the site's layouts: mig-parted's ``mig-configs`` (layout name -> entries), defined once
+# for the cluster; the device plugin's MIG profiles, preflight and verify read it.
+LAYOUTS_VAR = 'baremetal_gpu_mig_layouts'
+# The layout that turns MIG off on every GPU: added to the site's file when the site does not define it, so that a
+# node leaving a MIG pool is taken back to whole GPUs by the same tool.
+DISABLED = 'all-disabled'
+DISABLED_ENTRIES = [{'devices': 'all', 'mig-enabled': False}]
+
+
+def layout_file(layouts):
+    """The layout file (mig-parted's v1 config) of the site's layouts, with DISABLED added when it is missing."""
+    configs = dict(layouts) if isinstance(layouts, dict) else {}
+    configs.setdefault(DISABLED, [dict(e) for e in DISABLED_ENTRIES])
+    return {'version': 'v1', 'mig-configs': configs}
+
+
+def layouts_errors(layouts):
+    """spec_errors() of the site's layouts, naming the variable."""
+    if not isinstance(layouts, dict):
+        return ['%s must be a dict of layout name -> mig-parted entries (mig-configs), got %s'
+                % (LAYOUTS_VAR, type(layouts).__name__)]
+    return ['%s: %s' % (LAYOUTS_VAR, e) for e in spec_errors(layout_file(layouts))]
+
+
+def layout_profiles(layouts, name):
+    """The MIG profiles the entries of layout ``name`` create (those with at least one instance), sorted."""
+    entries = (layouts or {}).get(name) or []
+    return sorted(set(p for e in entries if isinstance(e, dict) and e.get('mig-enabled') is True
+                      for p, count in (e.get('mig-devices') or {}).items() if _is_int(count) and count > 0))
+
+
+def node_layout_errors(layouts, name, device_ids):
+    """Why layout ``name`` of the site's layouts cannot be applied on a node whose GPUs have the PCI device IDs
+    ``device_ids`` (nvidia-smi's or lspci's form, one per GPU): layout_errors() once per model."""
+    spec = layout_file(layouts)
+    errors = []
+    for device in sorted(set(device_id(d) or str(d) for d in device_ids or [])):
+        errors += [e for e in layout_errors(spec, name, device) if e not in errors]
+    if name not in spec['mig-configs']:
+        errors = errors or layout_errors(spec, name, '')
+    return errors
+
+
+def node_plan(profiles, default_profile, host_profile, layouts, device_ids):
+    """The MIG layout a GPU node's sharing profile asks for, and why it cannot be applied there.
+
+    ``profiles``: device_plugin_sharing_profiles; ``default_profile``: device_plugin_sharing_default_profile;
+    ``host_profile``: the node's baremetal_gpu_sharing_profile; ``layouts``: LAYOUTS_VAR; ``device_ids``: the PCI
+    device IDs of its GPUs. Returns {profile, layout ('' when its profile is no MIG profile), errors}: each error
+    names the variables to change. An unknown profile is the device plugin's refusal (sharing_plan), not repeated."""
+    name = str(host_profile or default_profile or '')
+    profile = (profiles or {}).get(name) if isinstance(profiles, dict) else None
+    if not isinstance(profile, dict) or profile.get('sharing') != 'mig':
+        return {'profile': name, 'layout': '', 'errors': []}
+    layout = str(profile.get('mig_layout') or '')
+    variable = 'baremetal_gpu_sharing_profile' if host_profile else 'device_plugin_sharing_default_profile'
+    where = '%s %s' % (variable, name)
+    errors = layouts_errors(layouts if layouts is not None else {})
+    if not errors:
+        errors = node_layout_errors(layouts, layout, device_ids)
+    return {'profile': name, 'layout': layout,
+            'errors': ['%s (mig_layout %s of %s): %s' % (where, layout, LAYOUTS_VAR, e) for e in errors]}
+
+
+def _matches_devices(entry, index):
+    devices = entry.get('devices', 'all')
+    return devices == 'all' or (isinstance(devices, list) and index in devices)
+
+
+def expected_instances(layouts, name, device_ids):
+    """What layout ``name`` makes of a node whose GPUs, in index order, have the PCI device IDs ``device_ids``, as
+    mig-parted walks a layout (assert and apply: every entry in order, for every GPU its devices and device-filter
+    select; a later entry wins): {gpus: [{index, mig_enabled, devices: {profile: count}}, ...], unmatched: [indexes
+    no entry selects (mig-parted's assert fails on them)], profiles: {profile: instances on the node}, mig_gpus: GPUs
+    with MIG on, whole_gpus: GPUs with MIG off, instances: all instances}."""
+    entries = [e for e in (layout_file(layouts)['mig-configs'].get(name) or []) if isinstance(e, dict)]
+    gpus, unmatched, profiles = [], [], {}
+    for index, device in enumerate(device_ids or []):
+        chosen = None
+        for entry in entries:
+            if applies_to(entry, device) and _matches_devices(entry, index):
+                chosen = entry
+        if chosen is None:
+            unmatched.append(index)
+            continue
+        enabled = chosen.get('mig-enabled') is True
+        devices = dict((p, c) for p, c in (chosen.get('mig-devices') or {}).items() if enabled and _is_int(c) and c > 0)
+        gpus.append({'index': index, 'mig_enabled': enabled, 'devices': devices})
+        for profile, count in devices.items():
+            profiles[profile] = profiles.get(profile, 0) + count
+    return {'gpus': gpus, 'unmatched': unmatched, 'profiles': profiles,
+            'mig_gpus': len([g for g in gpus if g['mig_enabled']]),
+            'whole_gpus': len([g for g in gpus if not g['mig_enabled']]),
+            'instances': sum(profiles.values())}

@@ -224,6 +224,7 @@ def _parse_gpu(index, gpu):
         'name': _text(gpu, 'product_name'),
         'uuid': _text(gpu, 'uuid'),
         'pci_bus_id': pci_bus_id,
+        'pci_device_id': _text(gpu, 'pci/pci_device_id'),
         'minor_number': parse_int(_text(gpu, 'minor_number')),
         'memory_total_mib': parse_mib(_text(gpu, 'fb_memory_usage/total')),
         'persistence_mode': _text(gpu, 'persistence_mode'),

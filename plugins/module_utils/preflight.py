@@ -32,6 +32,8 @@ def blockers(report, require_gpu, dkms_min_free_mb, supported_os, architectures)
                    " /var/log/nvidia-installer.log): run `nvidia-uninstall` before the nvidia_driver role installs packages")
     for error in (p.get('driver_plan') or {}).get('errors') or []:
         out.append('nvidia_driver would refuse: %s' % error)
+    for error in (p.get('mig') or {}).get('errors') or []:
+        out.append('the MIG layout of its sharing profile cannot be applied: %s' % error)
     return [line.strip() for line in out]
 
 

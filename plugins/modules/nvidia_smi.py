@@ -262,6 +262,9 @@ gpus:
     pci_bus_id:
       description: PCI bus id.
       type: str
+    pci_device_id:
+      description: PCI device and vendor ID as nvidia-smi prints it, for example V(233010DE) (an H100 SXM5).
+      type: str
     minor_number:
       description: Linux minor number (C(/dev/nvidiaN)).
       type: int

@@ -96,12 +96,19 @@ GPU_NODES = {
                                            "container_toolkit_cdi": {"enabled": True}}},
     "gpu_nodes_geforce": {"gf-gpu-01": {"nvidia_smi": {"gpus": [{"name": "NVIDIA GeForce RTX 3090"}]},
                                         "container_toolkit_cdi": {"enabled": False}}},
-    # Three pools: training keeps whole GPUs (the default), inference shares by MPS, development by time-slicing.
+    # Four pools: training keeps whole GPUs (the default), inference shares by MPS or by MIG instances, development
+    # by time-slicing.
     "gpu_nodes_pools": {"train-01": {}, "infer-01": {"baremetal_gpu_sharing_profile": "mps2"},
-                        "dev-01": {"baremetal_gpu_sharing_profile": "ts4"}},
+                        "dev-01": {"baremetal_gpu_sharing_profile": "ts4"},
+                        "mig-01": {"baremetal_gpu_sharing_profile": "mig7"}},
 }
 POOLS = {"whole": {"sharing": "none"}, "ts4": {"sharing": "time-slicing", "replicas": 4},
-         "mps2": {"sharing": "mps", "replicas": 2}}
+         "mps2": {"sharing": "mps", "replicas": 2}, "mig7": {"sharing": "mig", "mig_layout": "all-1g.10gb"},
+         "migmix": {"sharing": "mig", "mig_layout": "balanced", "mig_strategy": "mixed"}}
+# The site's MIG layouts (mig-parted's mig-configs) the MIG pools name.
+MIG_LAYOUTS = {"all-1g.10gb": [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}],
+               "balanced": [{"devices": "all", "mig-enabled": True,
+                             "mig-devices": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}}]}
 COMMON = {"kube_prometheus_grafana_admin_password": PASSWORD}
 VARIANTS = {
     # GPU class from the nodes' nvidia_smi facts (auto), NFD auto (render: installed), CDI on: cdi-cri.
@@ -118,7 +125,7 @@ VARIANTS = {
                          device_plugin_time_slicing_rename_by_default="true"),
     # Sharing per node pool (device_plugin_sharing_profiles): one named config per profile, whole GPUs by default.
     "pools": dict(COMMON, dcgm_exporter_gpu_class="datacenter", cluster_addons_gpu_nodes_group="gpu_nodes_pools",
-                  device_plugin_nfd="install", device_plugin_sharing_profiles=POOLS),
+                  device_plugin_nfd="install", device_plugin_sharing_profiles=POOLS, baremetal_gpu_mig_layouts=MIG_LAYOUTS),
     # Air-gapped: every image from the site's registry, its pull secret on every pod (cluster_addons_image_*).
     "airgap": dict(COMMON, cluster_addons_gpu_nodes_group="gpu_nodes_datacenter",
                    cluster_addons_image_registry=SITE_REGISTRY, cluster_addons_image_pull_secrets=[SITE_PULL_SECRET]),
@@ -139,7 +146,8 @@ EXPECT = {
     "airgap": {"class": "datacenter", "nfd": True, "strategy": "cdi-cri", "mig": "none", "replicas": None},
     "airgap-map": {"class": "datacenter", "nfd": True, "strategy": "cdi-cri", "mig": "none", "replicas": None},
     "pools": {"class": "datacenter", "nfd": True, "strategy": "cdi-cri", "mig": "none", "replicas": None,
-              "pools": {"default": "whole", "configs": {"whole": None, "ts4": ("timeSlicing", 4), "mps2": ("mps", 2)}}},
+              "pools": {"default": "whole", "configs": {"whole": None, "ts4": ("timeSlicing", 4), "mps2": ("mps", 2),
+                                                        "mig7": ("mig", "single"), "migmix": ("mig", "mixed")}}},
 }
 # The mapping variant with the pinned device plugin only (the registry alone is templated with both pins).
 HOSTS = ["%s-dp%s" % (v, p) for p in DEVICE_PLUGIN_PINS for v in VARIANTS if v != "airgap-map" or p == DEVICE_PLUGIN_PINS[0]]
@@ -435,8 +443,10 @@ def test_device_plugin_settings_reach_the_pods(rendered, host):
         assert sorted(cm["data"]) == sorted(expect["pools"]["configs"])
         for name, kind in expect["pools"]["configs"].items():
             config = yaml.safe_load(cm["data"][name])
-            assert config["version"] == "v1" and config["flags"]["migStrategy"] == "none"
-            if kind is None:
+            # A MIG pool's config carries its own strategy; the others keep the cluster's (none).
+            assert config["version"] == "v1" and config["flags"]["migStrategy"] == (
+                kind[1] if kind and kind[0] == "mig" else "none"), config
+            if kind is None or kind[0] == "mig":
                 assert "sharing" not in config, config
             else:
                 res, = config["sharing"][kind[0]]["resources"]

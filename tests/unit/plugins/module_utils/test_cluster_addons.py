@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from ansible_collections.baremetal.gpu.plugins.module_utils import cluster_addons, support
+from ansible_collections.baremetal.gpu.plugins.module_utils import cluster_addons, mig, support
 
 HERE = os.path.dirname(__file__)
 ROOT = os.path.join(HERE, '..', '..', '..', '..')
@@ -330,7 +330,9 @@ def _observed(capture, node):
     with open(os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', capture), 'rb') as handle:
         facts = nvidia_smi.parse_nvidia_smi_xml(handle.read())
     return {'node_name': node, 'status': 'ok', 'gpu_count': facts['gpu_count'], 'summary': 'summary of ' + node,
-            'device_plugin_gpus': nvidia_smi.device_plugin_gpus(facts['gpus'])}
+            'device_plugin_gpus': nvidia_smi.device_plugin_gpus(facts['gpus']),
+            'gpu_device_ids': [g['pci_device_id'] for g in facts['gpus']],
+            'mig_devices_per_gpu': [g['mig_devices'] for g in facts['gpus']]}
 
 
 def test_verify_expected_capacity_from_real_captures():
@@ -394,7 +396,7 @@ def test_sharing_plan_refusals_name_the_variable():
     assert 'MPS needs GPU Feature Discovery' in errors({'m': {'sharing': 'mps', 'replicas': 2}}, gfd=False)[0]
     assert 'with device_plugin_mig_strategy=mixed' in errors({'t': {'sharing': 'time-slicing', 'replicas': 2}},
                                                              mig='mixed')[0]
-    assert errors({'x': {'sharing': 'mig'}})[0].startswith('device_plugin_sharing_profiles.x.sharing must be one of')
+    assert errors({'x': {'sharing': 'shared'}})[0].startswith('device_plugin_sharing_profiles.x.sharing must be one of')
     assert 'unknown setting replica' in errors({'t': {'sharing': 'time-slicing', 'replica': 2, 'replicas': 2}})[0]
     assert 'label value' in errors({'Bad Name': {'sharing': 'none'}})[0]
     assert errors(POOLS, default='gold')[0].startswith('device_plugin_sharing_default_profile is gold')
@@ -468,3 +470,118 @@ def test_expected_capacity_per_pool():
     flat = cluster_addons.expected_capacity(hostvars, hosts, 'none', 3, 'nvidia.com/gpu', cluster_addons.sharing_capacity(
         cluster_addons.sharing_plan({}, '', 'none', True, {}, []), hosts))
     assert [r['expected'] for r in flat] == [6, 6, 6]
+
+
+# The site's layouts as an inventory gives them (mig-parted's mig-configs): one of one profile, one of two.
+LAYOUTS = {'all-1g.10gb': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.10gb': 7}}],
+           'all-balanced': [{'devices': 'all', 'mig-enabled': True,
+                             'mig-devices': {'1g.10gb': 2, '2g.20gb': 1, '3g.40gb': 1}}]}
+
+
+def test_sharing_plan_with_a_mig_pool():
+    pools = dict(POOLS, mig7={'sharing': 'mig', 'mig_layout': 'all-1g.10gb'},
+                 migmix={'sharing': 'mig', 'mig_layout': 'all-balanced', 'mig_strategy': 'mixed'})
+    hostvars = {'train-1': {}, 'infer-1': {'baremetal_gpu_sharing_profile': 'mig7'},
+                'infer-2': {'baremetal_gpu_sharing_profile': 'migmix'}}
+    plan = cluster_addons.sharing_plan(pools, '', 'none', True, hostvars, sorted(hostvars), mig_layouts=LAYOUTS)
+    assert plan['errors'] == []
+    # Each MIG pool's config carries its own strategy; the others keep the cluster's.
+    assert plan['configs']['mig7'] == {'version': 'v1', 'flags': {'migStrategy': 'single'}}
+    assert plan['configs']['migmix'] == {'version': 'v1', 'flags': {'migStrategy': 'mixed'}}
+    assert plan['configs']['whole'] == {'version': 'v1', 'flags': {'migStrategy': 'none'}}
+    assert plan['mig_layouts'] == {'mig7': 'all-1g.10gb', 'migmix': 'all-balanced'}
+    capacity = cluster_addons.sharing_capacity(plan, sorted(hostvars))
+    assert dict((k, v) for k, v in capacity['infer-1'].items() if k != 'layouts') == {
+        'replicas': 1, 'profile': 'mig7', 'resource': 'nvidia.com/gpu', 'mig_strategy': 'single',
+        'mig_layout': 'all-1g.10gb'}
+    assert capacity['infer-1']['layouts']['all-1g.10gb'] == LAYOUTS['all-1g.10gb']
+    assert 'mig_strategy' not in capacity['train-1']
+    # verify, from facts without the GPUs' device IDs (no layout to expand): the single pool's MIG devices as
+    # nvidia-smi counts them are its nvidia.com/gpu; the mixed pool's nvidia.com/mig-<profile> are not checked.
+    seen = {'status': 'ok', 'gpu_count': 1, 'summary': '1 GPU, MIG on',
+            'device_plugin_gpus': {'none': 1, 'single': 7, 'mixed': 0}}
+    for host in hostvars:
+        hostvars[host]['verify_observed'] = dict(seen, node_name=host)
+    rows = cluster_addons.expected_capacity(hostvars, sorted(hostvars), 'none', 1, 'nvidia.com/gpu', capacity)
+    rows = dict((r['host'], r) for r in rows)
+    assert (rows['infer-1']['expected'], rows['infer-1']['gfd_count']) == (7, 7)
+    assert rows['infer-2']['check'] is False and 'verify_mig_strategy=mixed' in rows['infer-2']['reason']
+    assert rows['train-1']['expected'] == 1
+
+
+def test_mig_pool_refusals_name_the_variable():
+    def errors(profile, layouts=None, mig='none'):
+        return cluster_addons.sharing_plan({'p': profile}, 'p' if profile.get('sharing') == 'none' else '', mig, True,
+                                           {}, [], mig_layouts=LAYOUTS if layouts is None else layouts)['errors']
+    assert errors({'sharing': 'mig'}) == [
+        'device_plugin_sharing_profiles.p.mig_layout must name a layout of baremetal_gpu_mig_layouts for sharing mig']
+    assert errors({'sharing': 'mig', 'mig_layout': 'all-2g'}) == [
+        'device_plugin_sharing_profiles.p.mig_layout is all-2g, which baremetal_gpu_mig_layouts does not define '
+        '(defined: all-1g.10gb, all-balanced, all-disabled)']
+    # One profile per node under single: a layout of three is refused (mixed takes it).
+    assert 'layout all-balanced creates several MIG profiles (1g.10gb, 2g.20gb, 3g.40gb), which mig_strategy single' \
+        in errors({'sharing': 'mig', 'mig_layout': 'all-balanced'})[0]
+    assert errors({'sharing': 'mig', 'mig_layout': 'all-1g.10gb', 'mig_strategy': 'mixed'}) == []
+    assert errors({'sharing': 'mig', 'mig_layout': 'all-1g.10gb', 'mig_strategy': 'none'}) == [
+        'device_plugin_sharing_profiles.p.mig_strategy must be one of single, mixed, got none']
+    assert 'no replicas with sharing mig' in errors({'sharing': 'mig', 'mig_layout': 'all-1g.10gb', 'replicas': 2})[0]
+    assert errors({'sharing': 'none', 'mig_layout': 'all-1g.10gb'}) == [
+        'device_plugin_sharing_profiles.p: mig_layout are settings of a MIG profile (sharing mig), not of sharing none']
+    # The layouts themselves are read as mig-parted reads them, naming the variable.
+    bad = {'half': [{'devices': 'all', 'mig-enabled': True}]}
+    assert errors({'sharing': 'mig', 'mig_layout': 'half'}, layouts=bad)[0] == (
+        'baremetal_gpu_mig_layouts: mig-configs.half[0]: mig-devices is required when mig-enabled is true '
+        '({} for none)')
+    assert errors({'sharing': 'mig', 'mig_layout': 'x'}, layouts='all-1g.10gb')[0].startswith(
+        'baremetal_gpu_mig_layouts must be a dict')
+
+
+def test_a_mig_pool_is_expected_what_its_layout_makes_on_real_captures():
+    """telegraf's A100-SXM4-80GB capture has MIG on with four 1g.20gb instances (14 SMs, 19968 MiB each); the H100
+    the device machine showed has MIG off."""
+    layouts = {'all-1g.20gb': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.20gb': 4}}],
+               'all-1g.10gb': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.10gb': 7}}],
+               'h100-only': [{'devices': 'all', 'device-filter': '0x233010DE', 'mig-enabled': True,
+                              'mig-devices': {'1g.10gb': 7}}]}
+    pools = {'a100': {'sharing': 'mig', 'mig_layout': 'all-1g.20gb'},
+             'a100-mixed': {'sharing': 'mig', 'mig_layout': 'all-1g.20gb', 'mig_strategy': 'mixed'},
+             'seven': {'sharing': 'mig', 'mig_layout': 'all-1g.10gb'},
+             'h100-only': {'sharing': 'mig', 'mig_layout': 'h100-only'}}
+    a100 = _observed('telegraf__a100-sxm4-v12.xml', 'a100')
+    h100 = _observed('device__h100-80gb-hbm3__580.159.04.xml', 'h100')
+    assert a100['gpu_device_ids'] == ['20B210DE'] and a100['mig_devices_per_gpu'] == [4]
+
+    def rows(profile, seen):
+        hostvars = {'n': {'baremetal_gpu_sharing_profile': profile, 'verify_observed': seen}}
+        plan = cluster_addons.sharing_plan(pools, '', 'none', True, hostvars, ['n'], mig_layouts=layouts)
+        assert plan['errors'] == []
+        return cluster_addons.expected_capacity(hostvars, ['n'], 'none', 1, 'nvidia.com/gpu',
+                                                cluster_addons.sharing_capacity(plan, ['n']))
+    single, = rows('a100', a100)
+    assert (single['check'], single['resource'], single['expected'], single['gfd_count']) == (True, 'nvidia.com/gpu', 4, 4)
+    assert single['mig_mismatch'] == '' and single['mig_strategy'] == 'single'
+    mixed, = rows('a100-mixed', a100)
+    assert (mixed['resource'], mixed['expected'], mixed['gfd_count']) == ('nvidia.com/mig-1g.20gb', 4, None)
+    # The layout is what is expected, whatever the GPU has: seven instances asked, four there.
+    wrong, = rows('seven', a100)
+    assert wrong['expected'] == 7 and wrong['mig_mismatch'] == 'GPU 0: 4 instance(s), layout all-1g.10gb has 7'
+    off, = rows('seven', h100)
+    assert off['mig_mismatch'] == 'GPU 0: 0 instance(s), layout all-1g.10gb has 7'
+    # An entry filtered to H100s selects nothing on the A100: mig-parted refuses the node.
+    refused, = rows('h100-only', a100)
+    assert refused['refused'] and refused['reason'] == (
+        'MIG layout h100-only selects no entry for GPU 0 (mig-parted refuses such a node)')
+
+
+def test_expected_mig_instances_follow_mig_parteds_walk():
+    layouts = {'split': [{'devices': 'all', 'mig-enabled': False},
+                         {'devices': [1], 'mig-enabled': True, 'mig-devices': {'3g.40gb': 2}},
+                         {'devices': [2, 3], 'device-filter': ['0x233010DE'], 'mig-enabled': True,
+                          'mig-devices': {'1g.10gb': 7}}]}
+    got = mig.expected_instances(layouts, 'split', ['233010DE', '0x233010DE', '10de:2330', '0x2330'])
+    # A later entry wins for the GPUs it selects, as in mig-parted.
+    assert [(g['index'], g['mig_enabled'], g['devices']) for g in got['gpus']] == [
+        (0, False, {}), (1, True, {'3g.40gb': 2}), (2, True, {'1g.10gb': 7}), (3, True, {'1g.10gb': 7})]
+    assert (got['profiles'], got['mig_gpus'], got['whole_gpus'], got['instances'], got['unmatched']) == (
+        {'3g.40gb': 2, '1g.10gb': 14}, 3, 1, 16, [])
+    assert mig.expected_instances(layouts, 'nope', ['233010DE'])['unmatched'] == [0]

@@ -155,3 +155,30 @@ def test_device_ids_from_nvidia_smi_and_lspci():
     assert mig.device_id('0x233010de') == H100
     assert mig.device_id('10de:2330') == H100
     assert mig.device_id('N/A') == ''
+
+
+SITE = {'all-1g.10gb': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.10gb': 7}}],
+        'h200-1g': [{'devices': 'all', 'device-filter': '0x233510DE', 'mig-enabled': True, 'mig-devices': {'1g.18gb': 7}}]}
+
+
+def test_the_site_file_gets_all_disabled_and_is_what_mig_parted_reads():
+    spec = mig.layout_file(SITE)
+    assert spec['version'] == 'v1' and spec['mig-configs']['all-disabled'] == [{'devices': 'all', 'mig-enabled': False}]
+    assert mig.spec_errors(spec) == [] and mig.layouts_errors(SITE) == []
+    # A site's own all-disabled is kept as it is.
+    own = {'all-disabled': [{'devices': [0], 'mig-enabled': False}]}
+    assert mig.layout_file(own)['mig-configs'] == own
+    assert mig.layout_profiles(SITE, 'all-1g.10gb') == ['1g.10gb'] and mig.layout_profiles(SITE, 'nope') == []
+
+
+def test_a_node_layout_is_checked_against_each_gpu_model_once():
+    # Two H100s (nvidia-smi's form and lspci's form of the same ID): one message, not two.
+    assert mig.node_layout_errors(SITE, 'all-1g.10gb', ['0x233010DE', '10de:2330']) == []
+    assert mig.node_layout_errors(SITE, 'all-1g.10gb', ['0x233510DE']) == [
+        'layout all-1g.10gb: 1g.10gb is not a MIG profile of 0x233510DE (H200-141GB, H200 NVL offers 1g.18gb, '
+        '1g.18gb+me, 1g.35gb, 2g.35gb, 3g.71gb, 4g.71gb, 7g.141gb)']
+    # The filtered entry applies to H200s only: nothing to create on an H100, so nothing to refuse.
+    assert mig.node_layout_errors(SITE, 'h200-1g', ['0x233010DE', '0x233510DE']) == []
+    assert mig.node_layout_errors(SITE, 'all-disabled', ['0x1EB810DE']) == []
+    assert mig.node_layout_errors(SITE, 'other', []) == [
+        "no layout 'other' in the layout file (it has: all-1g.10gb, all-disabled, h200-1g)"]

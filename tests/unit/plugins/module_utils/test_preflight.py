@@ -73,3 +73,23 @@ def test_warnings_follow_the_node():
                                       driver_plan=dict(plan, module_build='prebuilt', kernel_module=''),
                                       rke2=dict(H100['rke2'], present=True, role='agent', kubeconfig_mode='0600')), True)
     assert quiet == ['nouveau state unknown: /proc/modules is not readable (a container?)']
+
+
+def test_a_mig_layout_the_gpu_cannot_hold_blocks_the_node():
+    """The H100 the device machine showed (its gpu_node_facts GPUs, device_id 0x2330), in pools of MIG layouts."""
+    from ansible_collections.baremetal.gpu.plugins.module_utils import mig
+    layouts = {'all-1g.10gb': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.10gb': 7}}],
+               'all-1g.18gb': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.18gb': 7}}]}
+    profiles = {'h100': {'sharing': 'mig', 'mig_layout': 'all-1g.10gb'},
+                'h200': {'sharing': 'mig', 'mig_layout': 'all-1g.18gb'}, 'ts4': {'sharing': 'time-slicing', 'replicas': 4}}
+    ids = [g['device_id'] for g in H100['gpus']]
+    assert mig.node_plan(profiles, '', 'h100', layouts, ids) == {'profile': 'h100', 'layout': 'all-1g.10gb', 'errors': []}
+    assert mig.node_plan(profiles, '', 'ts4', layouts, ids) == {'profile': 'ts4', 'layout': '', 'errors': []}
+    wrong = mig.node_plan(profiles, 'h200', '', layouts, ids)
+    assert wrong['errors'] == [
+        'device_plugin_sharing_default_profile h200 (mig_layout all-1g.18gb of baremetal_gpu_mig_layouts): layout '
+        'all-1g.18gb: 1g.18gb is not a MIG profile of 0x233010DE (H100-80GB, H800-80GB, A100-80GB, A800-80GB offers '
+        '1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb)']
+    got = preflight.blockers(report(mig=wrong), True, 2048, support.supported_os_keys(), list(support.ARCHITECTURES))
+    # After what the machine itself was blocked by.
+    assert got == H100['blockers'] + ['the MIG layout of its sharing profile cannot be applied: ' + wrong['errors'][0]]
