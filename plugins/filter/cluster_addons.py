@@ -14,7 +14,6 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.baremetal.gpu.plugins.plugin_utils.lazy import LazyModule
 
 cluster_addons = LazyModule('cluster_addons')
-mig = LazyModule('mig')
 
 
 def external_nfd(daemonsets, namespace, release):
@@ -56,11 +55,6 @@ def device_plugin_sharing(profiles, default_profile, mig_strategy, gfd_enabled, 
                           time_slicing_enabled=False, mig_layouts=None):
     return cluster_addons.sharing_plan(profiles, default_profile, mig_strategy, gfd_enabled, hostvars, hosts,
                                        time_slicing_enabled, mig_layouts)
-
-
-def mig_node_layout(profiles, default_profile, host_profile, layouts, gpus):
-    return mig.node_plan(profiles, default_profile, host_profile, layouts,
-                         [g.get('device_id') if isinstance(g, dict) else g for g in gpus or []])
 
 
 def device_plugin_sharing_labels(nodes, labels, hostvars=None, hosts=None):
@@ -112,7 +106,6 @@ class FilterModule(object):
             'device_plugin_sharing_unlabels': device_plugin_sharing_unlabels,
             'gpu_class': gpu_class,
             'external_nfd': external_nfd,
-            'mig_node_layout': mig_node_layout,
             'release_marked': release_marked,
             'release_ownership': release_ownership,
             'runtime_class_decision': runtime_class_decision,

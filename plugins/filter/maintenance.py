@@ -21,7 +21,7 @@ engine_plan = LazyModule('maintenance_plan')
 
 def maintenance_node(facts, api_node=None, generated_config='', runtime_binary_present=True,
                      driver_plan=None, apt=None, generated_path='config.toml', run_tags=None, skip_tags=None,
-                     label=None, pending_restart=None, accept_new=False):
+                     label=None, pending_restart=None, accept_new=False, mig=None):
     if label is None:
         label = engine_nodes.HOST_ROLLOUT_LABEL
     facts = dict(facts or {})
@@ -30,7 +30,8 @@ def maintenance_node(facts, api_node=None, generated_config='', runtime_binary_p
     restart = (engine_reasons.restart_reasons(generated_config, bool(runtime_binary_present), generated_path,
                                               pending_restart or None)
                if engine_reasons.role_runs('rke2_nvidia_runtime', run_tags, skip_tags) else [])
-    return engine_reasons.node(facts, api_node or None, reboot, restart, label, bool(accept_new))
+    mig = list(mig or []) if engine_reasons.role_runs('mig_manager', run_tags, skip_tags) else []
+    return engine_reasons.node(facts, api_node or None, reboot, restart, label, bool(accept_new), mig)
 
 
 def maintenance_upgrade_node(facts, api_node=None, status=None):

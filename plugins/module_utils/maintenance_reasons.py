@@ -189,12 +189,13 @@ def acceptance_pending(api_node):
     return not any(GPU_RESOURCE.match(key) and str(count).strip() not in ('', '0') for key, count in capacity.items())
 
 
-def node(facts, api_node=None, reboot=None, restart=None, label=HOST_ROLLOUT_LABEL, accept_new=False):
+def node(facts, api_node=None, reboot=None, restart=None, label=HOST_ROLLOUT_LABEL, accept_new=False, mig=None):
     """One host of day 1 (or of the uninstall, ``label``): in_cluster, why, role (server, agent or ''), unit,
-    reboot and restart reasons, resume (the last run left the node cordoned, ``label``=upgrading), accept (with
-    ``accept_new``, gpu_health_accept_new_nodes: the reason its GPUs are checked before its first uncordon, when
-    acceptance_pending()), accept_label, disruptive (a node to accept leaves service too: it is uncordoned only
-    after its GPUs passed)."""
+    reboot and restart reasons, mig (the reasons mig_manager would change the GPUs' MIG layout: a mode change
+    resets the GPUs and new instances restart the device plugin, so it is done out of service), resume (the last run
+    left the node cordoned, ``label``=upgrading), accept (with ``accept_new``, gpu_health_accept_new_nodes: the reason
+    its GPUs are checked before its first uncordon, when acceptance_pending()), accept_label, disruptive (a node to
+    accept leaves service too: it is uncordoned only after its GPUs passed)."""
     rke2 = facts.get('rke2') or {}
     unit = rke2.get('unit') or ''
     enabled = unit and unit in (rke2.get('units_enabled') or [])
@@ -218,10 +219,11 @@ def node(facts, api_node=None, reboot=None, restart=None, label=HOST_ROLLOUT_LAB
               if node_labels(api_node).get(label) == 'upgrading' else [])
     accept = (['a new node: its GPUs are checked before its first uncordon (gpu_health_accept_new_nodes)']
               if accept_new and in_cluster and acceptance_pending(api_node) else [])
+    mig = list(mig or [])
     return {'in_cluster': in_cluster, 'why': why, 'role': role if in_cluster else '', 'unit': unit,
-            'reboot': reboot, 'restart': restart, 'resume': resume, 'accept': accept, 'accept_label': ACCEPTANCE_LABEL,
-            'node_name': node_name(api_node),
-            'disruptive': in_cluster and bool(reboot or restart or resume or accept)}
+            'reboot': reboot, 'restart': restart, 'mig': mig, 'resume': resume, 'accept': accept,
+            'accept_label': ACCEPTANCE_LABEL, 'node_name': node_name(api_node),
+            'disruptive': in_cluster and bool(reboot or restart or mig or resume or accept)}
 
 
 def uninstall_node(facts, api_node=None, runtime_present=False, rke2_files=None, pending_restart=None):

@@ -294,3 +294,43 @@ def expected_instances(layouts, name, device_ids):
             'mig_gpus': len([g for g in gpus if g['mig_enabled']]),
             'whole_gpus': len([g for g in gpus if not g['mig_enabled']]),
             'instances': sum(profiles.values())}
+
+
+def capacity(layouts, name, strategy, device_ids):
+    """What the device plugin advertises on a node once layout ``name`` is applied to its GPUs (PCI device IDs
+    ``device_ids``, in index order) with MIG strategy ``strategy``: [{resource, count}]. single: the instances as
+    nvidia.com/gpu (the GPUs when MIG is off on all of them); mixed: each profile as nvidia.com/mig-<profile> and the
+    GPUs with MIG off as nvidia.com/gpu. Resources with none are left out."""
+    want = expected_instances(layouts, name, device_ids)
+    if strategy == 'single':
+        count = want['instances'] if want['mig_gpus'] else want['whole_gpus']
+        return [{'resource': 'nvidia.com/gpu', 'count': count}] if count else []
+    out = [{'resource': 'nvidia.com/mig-%s' % p, 'count': c} for p, c in sorted(want['profiles'].items())]
+    if want['whole_gpus']:
+        out.append({'resource': 'nvidia.com/gpu', 'count': want['whole_gpus']})
+    return out
+
+
+# What nvidia-mig-parted assert prints when the GPUs are readable but do not have the layout (assert.go).
+ASSERT_MISMATCH = 'assertion failure: selected configuration not currently applied'
+
+
+def assert_reasons(result, layout, parted='nvidia-mig-parted'):
+    """Why a node's GPUs must change, from the result of ``nvidia-mig-parted assert`` (a command task's result, or a
+    skipped one where the tool is not installed yet): [] when the GPUs have ``layout`` or the node has none. Any other
+    failure of the tool (the layouts refused, the GPUs not readable) raises ValueError with its message: the GPUs'
+    state is unknown, and nothing is changed on a guess."""
+    if not layout:
+        return []
+    result = result or {}
+    if result.get('skipped') or 'rc' not in result:
+        return ['%s is not installed: MIG layout %s to apply once nvidia-mig-manager is (mig_manager_package)'
+                % (parted, layout)]
+    if result['rc'] == 0:
+        return []
+    said = '\n'.join(x for x in (result.get('stderr') or '', result.get('stdout') or '') if x).strip()
+    if ASSERT_MISMATCH in said:
+        return ['the GPUs do not have MIG layout %s (nvidia-mig-parted assert)' % layout]
+    lines = [line.strip() for line in said.splitlines() if line.strip()]
+    raise ValueError('%s assert could not read the GPUs or the layouts (rc %s): %s' % (
+        parted, result['rc'], ' / '.join(lines[-3:]) if lines else 'no output'))

@@ -151,6 +151,19 @@ def pod(name, namespace, resources=None, owner=None, empty_dir=False, phase='Run
     return {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': meta, 'spec': spec, 'status': {'phase': phase}}
 
 
+def exporter_pod(node):
+    """The pod of baremetal.gpu.dcgm_exporter's DaemonSet on ``node``: the labels of the exporter's pods and the node
+    affinity the role's values give the chart (test_charts.py checks the real chart renders them so)."""
+    pause = support().EXPORTER_PAUSE
+    exporter = pod('nvidia-dcgm-exporter-7x2kq', 'nvidia-dcgm', owner=('DaemonSet', 'nvidia-dcgm-exporter'), node=node)
+    key, value = pause['selector'].split('=', 1)
+    exporter['metadata']['labels'] = {key: value, 'app.kubernetes.io/instance': 'nvidia-dcgm-exporter'}
+    exporter['spec']['affinity'] = {'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': {
+        'nodeSelectorTerms': [{'matchExpressions': [{'key': pause['label'], 'operator': 'NotIn',
+                                                     'values': [pause['value']]}]}]}}}
+    return exporter
+
+
 # Real nvidia-smi -q -x captures (tests/fixtures/nvidia-smi-xml, sources in its SOURCE.md).
 H100 = os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', 'device__h100-80gb-hbm3__580.159.04.xml')
 T4 = os.path.join(ROOT, 'tests', 'fixtures', 'nvidia-smi-xml', 'telegraf__tesla_t4.xml')

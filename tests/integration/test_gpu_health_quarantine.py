@@ -21,7 +21,7 @@ import time
 
 import yaml
 
-from conftest import H100, ROOT, T4, ansible_env, killed_at, pod, real_node, stand_in, support
+from conftest import H100, ROOT, T4, ansible_env, exporter_pod, killed_at, pod, real_node, stand_in, support
 
 TAINT = 'baremetal.gpu/gpu-unhealthy'
 LABEL = 'baremetal.gpu/gpu-health'
@@ -67,19 +67,6 @@ def start(tmp_path, cluster, health, *args, kubeconfig=None, connection='local',
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, env=ansible_env({
                                 'ANSIBLE_CONNECTION_PLUGINS': os.path.join(os.path.dirname(__file__), 'connection_plugins'),
                                 'BAREMETAL_TEST_LOST_DIR': str(tmp_path)}))
-
-
-def exporter_pod(node):
-    """The pod of baremetal.gpu.dcgm_exporter's DaemonSet on ``node``: the labels of the exporter's pods and the node
-    affinity the role's values give the chart (test_charts.py checks the real chart renders them so)."""
-    pause = support().EXPORTER_PAUSE
-    exporter = pod('nvidia-dcgm-exporter-7x2kq', 'nvidia-dcgm', owner=('DaemonSet', 'nvidia-dcgm-exporter'), node=node)
-    key, value = pause['selector'].split('=', 1)
-    exporter['metadata']['labels'] = {key: value, 'app.kubernetes.io/instance': 'nvidia-dcgm-exporter'}
-    exporter['spec']['affinity'] = {'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': {
-        'nodeSelectorTerms': [{'matchExpressions': [{'key': pause['label'], 'operator': 'NotIn',
-                                                     'values': [pause['value']]}]}]}}}
-    return exporter
 
 
 def two_nodes_and_an_exporter(tmp_path, cluster):

@@ -11,10 +11,11 @@ import json
 import os
 import re
 import subprocess
+import sys
 
 import yaml
 
-from conftest import ansible_env, cluster_play, killed_at, real_node, stand_in
+from conftest import ROOT, ansible_env, cluster_play, exporter_pod, killed_at, pod, real_node, stand_in, support
 
 NORI = real_node()
 LABEL = 'baremetal.gpu/host-rollout'
@@ -92,6 +93,45 @@ LOST_PLAY = BATCH_PLAY.format(name='Day-1 host rollout of a node lost in its cha
 """)
 
 
+# Day 1 with the node's MIG layout as the change (roles/mig_manager, as playbooks/tasks/host_layer.yml imports it).
+MIG_PLAY = BATCH_PLAY.format(name='Day-1 host rollout of a node whose GPUs lack their MIG layout', keywords='', change="""\
+        - name: MIG layout
+          ansible.builtin.include_role:
+            name: baremetal.gpu.mig_manager
+""")
+# TEST ONLY: the stand-in nvidia-mig-parted of molecule/maintenance_kill (one H100; a MIG mode change refused while the
+# file BAREMETAL_TEST_MIG_HELD_FILE exists: here while the exporter pod runs on the node, the API double's watch_pods).
+MIG_STAND_IN = os.path.join(ROOT, 'molecule', 'maintenance_kill', 'files', 'nvidia-mig-parted-stand-in.py')
+MIG_LAYOUTS = {'all-1g.10gb': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.10gb': 7}}]}
+MIG_REASON = 'the GPUs do not have MIG layout all-1g.10gb (nvidia-mig-parted assert)'
+
+
+def mig_node(tmp_path, cluster):
+    """The real Node, advertising what the layout makes once its device plugin restarted (no device plugin runs here:
+    the API double does not change a Node's capacity), its exporter's pod and its device plugin's pod; the stand-in
+    with its GPU's MIG off. Returns the variables of the run."""
+    mig = copy.deepcopy(NORI)
+    for part in ('capacity', 'allocatable'):
+        mig['status'][part]['nvidia.com/mig-1g.10gb'] = '7'
+    cluster.add_node(mig)
+    cluster.add_pod(exporter_pod('nori'))
+    plugin = pod('nvidia-device-plugin-x7k2p', 'nvidia-device-plugin', owner=('DaemonSet', 'nvidia-device-plugin'))
+    plugin['metadata']['labels'] = {'app.kubernetes.io/name': 'nvidia-device-plugin'}
+    cluster.add_pod(plugin)
+    cluster.watch_pods('nori', support().EXPORTER_PAUSE['selector'], str(tmp_path / 'mig-held'))
+    parted = tmp_path / 'nvidia-mig-parted'
+    with open(MIG_STAND_IN, encoding='utf-8') as handle:
+        parted.write_text('#!%s\n%s' % (sys.executable, handle.read()))
+    parted.chmod(0o755)
+    (tmp_path / 'mig-state.json').write_text(json.dumps(
+        {'gpus': [{'device_id': '0x233010DE', 'mig_enabled': False, 'devices': {}}]}))
+    return {'mig_manager_parted': str(parted), 'mig_manager_config_file': str(tmp_path / 'mig' / 'layouts.yaml'),
+            '__mig_manager_dropin': str(tmp_path / 'dropin' / 'zz-baremetal-gpu.conf'), 'mig_manager_stop_services': [],
+            'device_plugin_sharing_profiles': {'mig7': {'sharing': 'mig', 'mig_layout': 'all-1g.10gb',
+                                                        'mig_strategy': 'mixed'}},
+            'baremetal_gpu_sharing_profile': 'mig7', 'baremetal_gpu_mig_layouts': MIG_LAYOUTS}
+
+
 def unreachable_tasks(out, host):
     """The tasks whose result for ``host`` was UNREACHABLE in a run's output, in order (one connection attempt each)."""
     found, task = [], ''
@@ -131,14 +171,16 @@ def start(tmp_path, cluster, steps, extra=None, args=()):
     variables = dict((k, v) for k, v in variables.items() if v is not None)   # None: leave it to the play
     (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory))
     (tmp_path / 'vars.yml').write_text(yaml.safe_dump(variables))
-    play = {'accept': ACCEPT_PLAY, 'lost': LOST_PLAY}.get(steps) if isinstance(steps, str) else None
+    play = {'accept': ACCEPT_PLAY, 'lost': LOST_PLAY, 'mig': MIG_PLAY}.get(steps) if isinstance(steps, str) else None
     (tmp_path / 'play.yml').write_text(cluster_play(play or PLAY % ''.join(STEP.format(step=s) for s in steps)))
     cmd = ['ansible-playbook', '-i', str(tmp_path / 'inventory.yml'), str(tmp_path / 'play.yml'),
            '-e', '@' + str(tmp_path / 'vars.yml')] + list(args)
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
                             env=ansible_env({'ANSIBLE_CONNECTION_PLUGINS': os.path.join(os.path.dirname(__file__),
                                                                                         'connection_plugins'),
-                                             'BAREMETAL_TEST_LOST_DIR': str(tmp_path)}))
+                                             'BAREMETAL_TEST_LOST_DIR': str(tmp_path),
+                                             'BAREMETAL_TEST_MIG_STATE': str(tmp_path / 'mig-state.json'),
+                                             'BAREMETAL_TEST_MIG_HELD_FILE': str(tmp_path / 'mig-held')}))
 
 
 def node(cluster):
@@ -342,3 +384,54 @@ def test_a_node_lost_in_its_change_is_asked_once_and_stays_cordoned_failed(tmp_p
     # Nothing more was done on the node: its record still says it is out of service for this rollout.
     record = json.loads((tmp_path / 'state' / 'host-rollout.json').read_text())
     assert record['state'] == 'upgrading' and record['cordoned'] is True, record
+
+
+def test_a_mig_layout_is_made_out_of_service_with_the_exporter_off_and_the_device_plugin_restarted(tmp_path, cluster):
+    """The plan put the node in a batch for its MIG layout (mig_manager's decide step): cordoned, then the layout
+    applied with the exporter's pod off the node (the stand-in refuses the mode change while it runs there), the
+    device plugin's pod deleted after, what the layout makes waited for, and the node uncordoned."""
+    variables = mig_node(tmp_path, cluster)
+    plan = dict(DISRUPTIVE, restart=[], mig=[MIG_REASON], node_name='nori')
+    variables['node_maintenance_host_rollout_plan'] = {'nodes': {'gpu-a': plan}}
+    res = run(tmp_path, cluster, 'mig', variables)
+
+    assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
+    state = json.loads((tmp_path / 'mig-state.json').read_text())
+    assert state['gpus'] == [{'device_id': '0x233010DE', 'mig_enabled': True, 'devices': {'1g.10gb': 7}}]
+    calls = cluster.calls()
+    pause = support().EXPORTER_PAUSE
+    # In order: cordon, the exporter paused and let back (the apply between them), the device plugin's pod deleted,
+    # uncordon.
+    writes = [(i, m, p, b or {}) for i, (m, p, b) in enumerate(cluster.requests) if m in ('PATCH', 'DELETE')]
+    pauses = [(i, ((b.get('metadata') or {}).get('labels') or {})[pause['label']]) for i, m, p, b in writes
+              if m == 'PATCH' and pause['label'] in ((b.get('metadata') or {}).get('labels') or {})]
+    assert [v for _i, v in pauses] == [pause['value'], None], writes
+    cordons = [(i, b['spec']['unschedulable']) for i, m, p, b in writes if 'unschedulable' in (b.get('spec') or {})]
+    assert [v for _i, v in cordons] == [True, False], writes
+    deleted = [(i, p) for i, m, p, b in writes if m == 'DELETE']
+    assert [p for _i, p in deleted] == ['/api/v1/namespaces/nvidia-device-plugin/pods/nvidia-device-plugin-x7k2p'], calls
+    assert cordons[0][0] < pauses[0][0] < pauses[1][0] < deleted[0][0] < cordons[1][0], writes
+    meta = node(cluster)['metadata']
+    assert meta['labels'][LABEL] == 'done' and node(cluster)['spec'].get('unschedulable') in (None, False)
+    assert 'MIG: ' + MIG_REASON in res.stdout
+    # Selected for boot in our drop-in, from our own layouts file.
+    dropin = (tmp_path / 'dropin' / 'zz-baremetal-gpu.conf').read_text()
+    assert 'Environment="MIG_PARTED_SELECTED_CONFIG=all-1g.10gb"' in dropin
+    assert 'Environment="MIG_PARTED_CONFIG_FILE=%s"' % variables['mig_manager_config_file'] in dropin
+
+
+def test_a_node_of_a_cluster_outside_a_batch_never_gets_its_mig_layout(tmp_path, cluster):
+    """A node the plan held back (in a cluster, not disruptive: the plan did not see the layout missing) is never
+    changed: the role fails, saying why, and the GPU keeps its MIG off."""
+    variables = mig_node(tmp_path, cluster)
+    held = dict(DISRUPTIVE, restart=[], disruptive=False, node_name='nori')
+    variables['node_maintenance_host_rollout_plan'] = {'nodes': {'gpu-a': held}}
+    res = run(tmp_path, cluster, 'mig', variables)
+    # The batch's rescue (the engine's failed step) took it: the rollout's stop step ends the run after the batch.
+    assert re.search(r'gpu-a +: .* failed=0 .* rescued=1', res.stdout), res.stdout[-3000:]
+    assert 'is a node of a cluster and its GPUs lack MIG layout all-1g.10gb' in res.stdout, res.stdout[-3000:]
+    # It never left service: not cordoned, not labelled by the engine.
+    assert LABEL not in node(cluster)['metadata']['labels'] and not node(cluster)['spec'].get('unschedulable')
+    state = json.loads((tmp_path / 'mig-state.json').read_text())
+    assert state['gpus'][0]['mig_enabled'] is False
+    assert not [c for c in cluster.calls() if c.startswith('DELETE ')]

@@ -92,3 +92,27 @@ def test_dpkg_killed_inside_the_drivers_transaction_was_finished_by_the_next_run
     assert len(dpkg) == 1 and dpkg[0]["killed"], log["points"]
     assert dpkg[0]["dpkg_journal_entries"] > 0 and dpkg[0]["record"], dpkg[0]
     assert [p for p in log["points"] if p["point"] > dpkg[0]["point"] and "repaired" in p], log["points"]
+
+
+def test_the_mig_layout_is_on_the_gpus_after_the_killed_apply(host):
+    """The side effect's MIG runs (a TEST-ONLY stand-in nvidia-mig-parted, files/nvidia-mig-parted-stand-in.py): the
+    killed run left MIG on without instances on -a; the next run applied the rest. Both nodes' GPU has the layout."""
+    state = json.loads(host.file("/var/lib/baremetal-test-mig/state.json").content_string)
+    assert state["gpus"] == [{"device_id": "0x233010DE", "mig_enabled": True, "devices": {"1g.10gb": 7}}]
+    applies = host.file("/var/tmp/mig-applies.log").content_string.split()
+    # -a: the killed apply never logged, the rerun's did; -b: one apply, by whichever run reached it first.
+    assert applies == ["all-1g.10gb"], applies
+
+
+def test_the_mig_layout_is_selected_for_boot_from_our_own_files(host):
+    dropin = host.file("/etc/systemd/system/nvidia-mig-manager.service.d/zz-baremetal-gpu.conf")
+    assert dropin.mode == 0o644 and dropin.content_string.splitlines()[-2:] == [
+        'Environment="MIG_PARTED_CONFIG_FILE=/etc/nvidia-mig-manager/baremetal-gpu.yaml"',
+        'Environment="MIG_PARTED_SELECTED_CONFIG=all-1g.10gb"']
+    layouts = host.file("/etc/nvidia-mig-manager/baremetal-gpu.yaml").content_string
+    assert layouts.startswith("# Managed by baremetal.gpu (mig_manager)")
+    assert "all-disabled:" in layouts and "1g.10gb: 7" in layouts
+    # The package was installed from the controller by the role, which recorded that before installing it.
+    assert host.package("nvidia-mig-manager").is_installed
+    record = json.loads(host.file(STATE + "/mig_manager/installed.json").content_string)
+    assert record["package"] == "nvidia-mig-manager" and record["from"].endswith("mig-package.deb")

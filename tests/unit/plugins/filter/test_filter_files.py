@@ -15,7 +15,7 @@ FILTER_DIR = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'pl
 HOMES = {
     'cluster_addons': ('counters_fields', 'crd_api_versions', 'crds_served', 'dcgm_counters', 'dcgm_dashboard',
                        'device_list_strategy', 'device_plugin_sharing', 'device_plugin_sharing_labels', 'device_plugin_sharing_unlabels', 'external_nfd',
-                       'gpu_class', 'mig_node_layout', 'release_marked', 'release_ownership', 'runtime_class_decision'),
+                       'gpu_class', 'release_marked', 'release_ownership', 'runtime_class_decision'),
     'driver': ('apt_branch_family', 'apt_default_branch', 'apt_known_packages', 'apt_real_branches', 'apt_simulation',
                'dkms_autoinstall_problems', 'dkms_build_error', 'dkms_status', 'driver_desired_branch', 'driver_modules',
                'driver_plan', 'driver_upgrade_target',
@@ -26,6 +26,7 @@ HOMES = {
     'fabric_manager': ('fabric_manager_decision', 'fabric_manager_pins', 'fabric_report'),
     'gpu_health': ('gpu_health_quarantine', 'gpu_health_remediation', 'gpu_health_reset_failures', 'xid_codes'),
     'hostvars': ('host_values',),
+    'mig': ('mig_assert_reasons', 'mig_node_capacity', 'mig_node_layout'),
     'mirror': ('host_mirror_list', 'image_mirror', 'image_mirror_list', 'image_mirror_list_text', 'image_mirror_values',
                'image_pull_secret_refs', 'image_registry_errors'),
     'maintenance': ('gpu_pods', 'maintenance_gate', 'maintenance_lease', 'maintenance_lease_object',

@@ -59,6 +59,27 @@ def test_only_the_reasons_of_roles_that_run_count(run_tags, skip_tags, restart):
     assert got['reboot'] == (['nouveau is loaded'] if driver_runs else [])
 
 
+@pytest.mark.parametrize('run_tags, skip_tags, counts', [
+    (['all'], [], True),
+    (['mig_manager'], [], True),
+    (['nvidia_driver'], [], False),
+    (['all'], ['mig_manager'], False),
+])
+def test_a_mig_layout_to_apply_takes_a_node_of_a_cluster_out_of_service(run_tags, skip_tags, counts):
+    """mig_manager's decide step says why the GPUs must change: a mode change resets them, so the node is disruptive
+    (in a batch of its own) when the play's tags let mig_manager run."""
+    reasons = ['the GPUs do not have MIG layout all-1g.10gb (nvidia-mig-parted assert)']
+    got = filters.FilterModule().filters()['maintenance_node'](
+        FACTS, None, BEFORE, True, None, None, 'c', run_tags, skip_tags, None, None, False, reasons)
+    assert got['mig'] == (reasons if counts else [])
+    # The runtime's restart (the fixture's config lacks the nvidia runtime) is what else can disrupt it here.
+    assert got['disruptive'] is bool(counts or got['restart'])
+    quiet = filters.FilterModule().filters()['maintenance_node'](
+        dict(FACTS, rke2=dict(FACTS['rke2'], present=False)), None, '', True, None, None, 'c', run_tags, skip_tags,
+        None, None, False, reasons)
+    assert quiet['restart'] == [] and quiet['disruptive'] is counts
+
+
 def test_host_values_reads_a_path_some_hosts_lack():
     # hostvars as the planning plays see them: the map of a host whose Node was found (maintenance_node_name's
     # answer), none for a host no Node maps to, nothing at all for a host whose planning task was skipped.

@@ -75,7 +75,7 @@ def test_a_quiet_node_of_the_cluster():
     plan = driver_plan(['nvidia-headless-no-dkms-580-open', 'nvidia-utils-580'])
     got = node(facts(), None, AFTER, True, plan, {'packages': POLICY})
     assert got == {'in_cluster': True, 'why': 'rke2-server is enabled (only rke2-server is installed)', 'role': 'server',
-                   'unit': 'rke2-server', 'reboot': [], 'restart': [], 'resume': [], 'accept': [],
+                   'unit': 'rke2-server', 'reboot': [], 'restart': [], 'mig': [], 'resume': [], 'accept': [],
                    'accept_label': 'baremetal.gpu/gpu-acceptance', 'node_name': '', 'disruptive': False}
 
 

@@ -182,3 +182,34 @@ def test_a_node_layout_is_checked_against_each_gpu_model_once():
     assert mig.node_layout_errors(SITE, 'all-disabled', ['0x1EB810DE']) == []
     assert mig.node_layout_errors(SITE, 'other', []) == [
         "no layout 'other' in the layout file (it has: all-1g.10gb, all-disabled, h200-1g)"]
+
+
+def test_what_the_device_plugin_advertises_once_a_layout_is_applied():
+    layouts = {'split': [{'devices': [0], 'mig-enabled': True, 'mig-devices': {'3g.40gb': 2}},
+                         {'devices': [1], 'mig-enabled': False}]}
+    ids = ['233010DE', '233010DE']
+    assert mig.capacity(layouts, 'split', 'mixed', ids) == [
+        {'resource': 'nvidia.com/mig-3g.40gb', 'count': 2}, {'resource': 'nvidia.com/gpu', 'count': 1}]
+    assert mig.capacity(SITE, 'all-1g.10gb', 'single', ids) == [{'resource': 'nvidia.com/gpu', 'count': 14}]
+    # all-disabled: the GPUs themselves.
+    assert mig.capacity(SITE, 'all-disabled', 'single', ids) == [{'resource': 'nvidia.com/gpu', 'count': 2}]
+
+
+def _result(rc, stderr='', stdout=''):
+    return {'rc': rc, 'stderr': stderr, 'stdout': stdout, 'changed': False}
+
+
+def test_what_nvidia_mig_parted_assert_said():
+    """The real tool's messages (cmd/nvidia-mig-parted/assert/assert.go of NVIDIA/mig-parted v0.15.0)."""
+    assert mig.assert_reasons(_result(0, stdout='Selected MIG configuration currently applied'), 'all-1g.10gb') == []
+    assert mig.assert_reasons(_result(1, 'Error: assertion failure: selected configuration not currently applied'),
+                              'all-1g.10gb') == ['the GPUs do not have MIG layout all-1g.10gb (nvidia-mig-parted assert)']
+    assert mig.assert_reasons({'skipped': True, 'changed': False}, 'all-1g.10gb', '/usr/bin/nvidia-mig-parted') == [
+        '/usr/bin/nvidia-mig-parted is not installed: MIG layout all-1g.10gb to apply once nvidia-mig-manager is '
+        '(mig_manager_package)']
+    # No layout: nothing asked, nothing to change.
+    assert mig.assert_reasons({'skipped': True}, '') == []
+    # Anything else leaves the GPUs' state unknown: an error, never a guess.
+    with pytest.raises(ValueError, match='could not read the GPUs or the layouts .rc 1.: Error: error selecting MIG '
+                                         'config: selected mig-config not present: x'):
+        mig.assert_reasons(_result(1, 'Error: error selecting MIG config: selected mig-config not present: x'), 'x')
