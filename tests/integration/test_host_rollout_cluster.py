@@ -435,3 +435,17 @@ def test_a_node_of_a_cluster_outside_a_batch_never_gets_its_mig_layout(tmp_path,
     state = json.loads((tmp_path / 'mig-state.json').read_text())
     assert state['gpus'][0]['mig_enabled'] is False
     assert not [c for c in cluster.calls() if c.startswith('DELETE ')]
+
+
+def test_check_mode_changes_neither_the_gpus_nor_the_node(tmp_path, cluster):
+    variables = mig_node(tmp_path, cluster)
+    plan = dict(DISRUPTIVE, restart=[], mig=[MIG_REASON], node_name='nori')
+    variables['node_maintenance_host_rollout_plan'] = {'nodes': {'gpu-a': plan}}
+    res = run(tmp_path, cluster, 'mig', variables, args=['--check'])
+    assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
+    assert json.loads((tmp_path / 'mig-state.json').read_text())['gpus'][0]['mig_enabled'] is False
+    assert not (tmp_path / 'dropin').exists() and not (tmp_path / 'mig').exists()
+    # The engine's writes are the API server's dry runs (kubernetes.core in check mode): nothing is stored.
+    writes = [c for c in cluster.calls() if not c.startswith('GET ')]
+    assert writes and all(c.endswith('?dryRun=All') for c in writes), writes
+    assert not node(cluster)['spec'].get('unschedulable') and LABEL not in node(cluster)['metadata']['labels']
