@@ -449,3 +449,14 @@ def test_check_mode_changes_neither_the_gpus_nor_the_node(tmp_path, cluster):
     writes = [c for c in cluster.calls() if not c.startswith('GET ')]
     assert writes and all(c.endswith('?dryRun=All') for c in writes), writes
     assert not node(cluster)['spec'].get('unschedulable') and LABEL not in node(cluster)['metadata']['labels']
+
+
+def test_the_plan_refuses_a_mig_layout_without_nvidia_mig_parted_or_a_package(tmp_path, cluster):
+    """Before the lock and before any Node is touched: the layout cannot be made on this node as configured."""
+    variables = mig_node(tmp_path, cluster)
+    variables.update({'node_maintenance_host_rollout_plan': None, 'mig_manager_parted': str(tmp_path / 'absent')})
+    res = run(tmp_path, cluster, ['plan'], variables, args=['--skip-tags', 'nvidia_driver'])
+    assert res.returncode != 0
+    assert ('its sharing profile asks for MIG layout all-1g.10gb, and %s is not installed: set mig_manager_package'
+            % (tmp_path / 'absent')) in res.stdout, res.stdout[-3000:]
+    assert [c for c in cluster.calls() if not c.startswith('GET ')] == []
