@@ -19,8 +19,8 @@ def _device_ids(gpus):
     return [g.get('device_id') if isinstance(g, dict) else g for g in gpus or []]
 
 
-def mig_node_layout(profiles, default_profile, host_profile, layouts, gpus):
-    return mig.node_plan(profiles, default_profile, host_profile, layouts, _device_ids(gpus))
+def mig_node_layout(profiles, default_profile, host_profile, layouts, gpus, ours=False):
+    return mig.node_plan(profiles, default_profile, host_profile, layouts, _device_ids(gpus), ours)
 
 
 def mig_node_capacity(layouts, name, strategy, gpus):

@@ -233,20 +233,14 @@ def _mig_pool_rows(row, seen, pool):
               for g in want['gpus'] if g['index'] < len(have) and have[g['index']] != sum(g['devices'].values())]
     row['mig_mismatch'] = '; '.join(differ)
     row['mig_layout'] = layout
-    if pool['mig_strategy'] == 'single':
-        if want['mig_gpus'] and want['whole_gpus']:
-            row.update(refused=True, reason='MIG layout %s keeps MIG off on some GPUs: the single strategy refuses such '
-                                            'a node; use mig_strategy mixed for its profile' % layout)
-            return [row]
-        count = want['instances'] if want['mig_gpus'] else want['whole_gpus']
-        row.update(check=True, units=count, expected=count, gfd_count=count, replicas=1, resource='nvidia.com/gpu')
+    single = pool['mig_strategy'] == 'single'
+    if single and want['mig_gpus'] and want['whole_gpus']:
+        row.update(refused=True, reason='MIG layout %s keeps MIG off on some GPUs: the single strategy refuses such '
+                                        'a node; use mig_strategy mixed for its profile' % layout)
         return [row]
-    rows = []
-    wanted = [('nvidia.com/mig-%s' % p, c) for p, c in sorted(want['profiles'].items())]
-    if want['whole_gpus']:
-        wanted.append(('nvidia.com/gpu', want['whole_gpus']))
-    for resource, count in wanted:
-        rows.append(dict(row, check=True, units=count, expected=count, gfd_count=None, replicas=1, resource=resource))
+    rows = [dict(row, check=True, units=a['count'], expected=a['count'], gfd_count=a['count'] if single else None,
+                 replicas=1, resource=a['resource'])
+            for a in mig.advertised(want, pool['mig_strategy'])]
     return rows or [dict(row, reason='MIG layout %s creates no instance here' % layout)]
 
 
@@ -483,7 +477,7 @@ def sharing_config(profile, mig_strategy):
     """The device plugin's config file (version v1) for one validated profile."""
     kind = profile.get('sharing', 'none')
     if kind == 'mig':
-        mig_strategy = str(profile.get('mig_strategy') or 'single')
+        mig_strategy = mig.profile_strategy(profile)
     config = {'version': 'v1', 'flags': {'migStrategy': mig_strategy}}
     resources = [{'name': 'nvidia.com/gpu', 'replicas': _int(profile.get('replicas'))}] if kind not in ('none', 'mig') else []
     if kind == 'time-slicing':
@@ -500,7 +494,7 @@ def sharing_config(profile, mig_strategy):
 def _mig_profile_errors(where, profile, layouts):
     """Why a MIG profile (sharing mig) cannot work with the site's layouts (``layouts``: mig.LAYOUTS_VAR)."""
     name = profile.get('mig_layout')
-    strategy = str(profile.get('mig_strategy') or 'single')
+    strategy = mig.profile_strategy(profile)
     if strategy not in MIG_STRATEGIES:
         return ['%s.mig_strategy must be one of %s, got %s' % (where, ', '.join(MIG_STRATEGIES), strategy)]
     if name in (None, ''):

@@ -207,6 +207,13 @@ LAYOUTS_VAR = 'baremetal_gpu_mig_layouts'
 # node leaving a MIG pool is taken back to whole GPUs by the same tool.
 DISABLED = 'all-disabled'
 DISABLED_ENTRIES = [{'devices': 'all', 'mig-enabled': False}]
+# How the device plugin advertises a MIG profile's instances when the profile says nothing (its mig_strategy).
+DEFAULT_STRATEGY = 'single'
+
+
+def profile_strategy(profile):
+    """The MIG strategy of a sharing profile (sharing mig): its mig_strategy, DEFAULT_STRATEGY when unset."""
+    return str((profile or {}).get('mig_strategy') or DEFAULT_STRATEGY)
 
 
 def layout_file(layouts):
@@ -243,24 +250,29 @@ def node_layout_errors(layouts, name, device_ids):
     return errors
 
 
-def node_plan(profiles, default_profile, host_profile, layouts, device_ids):
+def node_plan(profiles, default_profile, host_profile, layouts, device_ids, ours=False):
     """The MIG layout a GPU node's sharing profile asks for, and why it cannot be applied there.
 
     ``profiles``: device_plugin_sharing_profiles; ``default_profile``: device_plugin_sharing_default_profile;
     ``host_profile``: the node's baremetal_gpu_sharing_profile; ``layouts``: LAYOUTS_VAR; ``device_ids``: the PCI
-    device IDs of its GPUs. Returns {profile, layout ('' when its profile is no MIG profile), errors}: each error
-    names the variables to change. An unknown profile is the device plugin's refusal (sharing_plan), not repeated."""
+    device IDs of its GPUs; ``ours``: mig_manager configured the node before (its drop-in is there). Returns
+    {profile, layout, strategy, config, errors}: layout is the profile's; DISABLED (whole GPUs) on a node of ours whose
+    profile is no MIG profile any more; '' on any other node (its MIG is the site's). strategy is how the device
+    plugin advertises it; config the layout file (layout_file()); each error names the variables to change. An
+    unknown profile is the device plugin's refusal (sharing_plan), not repeated."""
     name = str(host_profile or default_profile or '')
     profile = (profiles or {}).get(name) if isinstance(profiles, dict) else None
+    config = layout_file(layouts)
     if not isinstance(profile, dict) or profile.get('sharing') != 'mig':
-        return {'profile': name, 'layout': '', 'errors': []}
+        return {'profile': name, 'layout': DISABLED if ours else '', 'strategy': DEFAULT_STRATEGY, 'config': config,
+                'errors': []}
     layout = str(profile.get('mig_layout') or '')
     variable = 'baremetal_gpu_sharing_profile' if host_profile else 'device_plugin_sharing_default_profile'
     where = '%s %s' % (variable, name)
     errors = layouts_errors(layouts if layouts is not None else {})
     if not errors:
         errors = node_layout_errors(layouts, layout, device_ids)
-    return {'profile': name, 'layout': layout,
+    return {'profile': name, 'layout': layout, 'strategy': profile_strategy(profile), 'config': config,
             'errors': ['%s (mig_layout %s of %s): %s' % (where, layout, LAYOUTS_VAR, e) for e in errors]}
 
 
@@ -298,10 +310,15 @@ def expected_instances(layouts, name, device_ids):
 
 def capacity(layouts, name, strategy, device_ids):
     """What the device plugin advertises on a node once layout ``name`` is applied to its GPUs (PCI device IDs
-    ``device_ids``, in index order) with MIG strategy ``strategy``: [{resource, count}]. single: the instances as
-    nvidia.com/gpu (the GPUs when MIG is off on all of them); mixed: each profile as nvidia.com/mig-<profile> and the
-    GPUs with MIG off as nvidia.com/gpu. Resources with none are left out."""
-    want = expected_instances(layouts, name, device_ids)
+    ``device_ids``, in index order) with MIG strategy ``strategy``: advertised() of expected_instances()."""
+    return advertised(expected_instances(layouts, name, device_ids), strategy)
+
+
+def advertised(want, strategy):
+    """What the device plugin advertises for ``want`` (expected_instances()' answer) with MIG strategy ``strategy``:
+    [{resource, count}]. single: the instances as nvidia.com/gpu (the GPUs when MIG is off on all of them); mixed:
+    each profile as nvidia.com/mig-<profile> and the GPUs with MIG off as nvidia.com/gpu. Resources with none are
+    left out."""
     if strategy == 'single':
         count = want['instances'] if want['mig_gpus'] else want['whole_gpus']
         return [{'resource': 'nvidia.com/gpu', 'count': count}] if count else []

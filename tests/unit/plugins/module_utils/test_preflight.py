@@ -83,8 +83,17 @@ def test_a_mig_layout_the_gpu_cannot_hold_blocks_the_node():
     profiles = {'h100': {'sharing': 'mig', 'mig_layout': 'all-1g.10gb'},
                 'h200': {'sharing': 'mig', 'mig_layout': 'all-1g.18gb'}, 'ts4': {'sharing': 'time-slicing', 'replicas': 4}}
     ids = [g['device_id'] for g in H100['gpus']]
-    assert mig.node_plan(profiles, '', 'h100', layouts, ids) == {'profile': 'h100', 'layout': 'all-1g.10gb', 'errors': []}
-    assert mig.node_plan(profiles, '', 'ts4', layouts, ids) == {'profile': 'ts4', 'layout': '', 'errors': []}
+    config = mig.layout_file(layouts)
+    assert mig.node_plan(profiles, '', 'h100', layouts, ids) == {
+        'profile': 'h100', 'layout': 'all-1g.10gb', 'strategy': 'single', 'config': config, 'errors': []}
+    assert mig.node_plan(profiles, '', 'ts4', layouts, ids) == {
+        'profile': 'ts4', 'layout': '', 'strategy': 'single', 'config': config, 'errors': []}
+    # A node mig_manager configured before, whose profile is no MIG profile any more, goes back to whole GPUs.
+    assert mig.node_plan(profiles, '', 'ts4', layouts, ids, ours=True)['layout'] == 'all-disabled'
+    assert mig.node_plan(dict(profiles, h100=dict(profiles['h100'], mig_strategy='mixed')), '', 'h100', layouts,
+                         ids, ours=True)['layout'] == 'all-1g.10gb'
+    assert mig.node_plan(dict(profiles, h100=dict(profiles['h100'], mig_strategy='mixed')), '', 'h100', layouts,
+                         ids)['strategy'] == 'mixed'
     wrong = mig.node_plan(profiles, 'h200', '', layouts, ids)
     assert wrong['errors'] == [
         'device_plugin_sharing_default_profile h200 (mig_layout all-1g.18gb of baremetal_gpu_mig_layouts): layout '
