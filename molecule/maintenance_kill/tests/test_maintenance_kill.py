@@ -5,6 +5,8 @@ import json
 import os
 import re
 
+import pytest
+
 import testinfra.utils.ansible_runner
 
 RUNNER = testinfra.utils.ansible_runner.AnsibleRunner(os.environ["MOLECULE_INVENTORY_FILE"])
@@ -105,6 +107,9 @@ def test_the_mig_layout_is_on_the_gpus_after_the_killed_apply(host):
 
 
 def test_the_mig_layout_is_selected_for_boot_from_our_own_files(host):
+    """On -a; -b had mig_manager's uninstall step after (test_mig_managers_uninstall_took_off_its_files_only)."""
+    if host.backend.get_hostname().endswith("-noble-b"):
+        pytest.skip("-b had mig_manager's uninstall step after the runs")
     dropin = host.file("/etc/systemd/system/nvidia-mig-manager.service.d/zz-baremetal-gpu.conf")
     assert dropin.mode == 0o644 and dropin.content_string.splitlines()[-2:] == [
         'Environment="MIG_PARTED_CONFIG_FILE=/etc/nvidia-mig-manager/baremetal-gpu.yaml"',
@@ -116,3 +121,16 @@ def test_the_mig_layout_is_selected_for_boot_from_our_own_files(host):
     assert host.package("nvidia-mig-manager").is_installed
     record = json.loads(host.file(STATE + "/mig_manager/installed.json").content_string)
     assert record["package"] == "nvidia-mig-manager" and record["from"].endswith("mig-package.deb")
+
+
+def test_mig_managers_uninstall_took_off_its_files_only(host):
+    """mig.yml ran mig_manager's uninstall step on -b (twice; the second changed nothing): our drop-in, our layouts
+    file, the package this role installed and its record are gone; the GPU keeps its layout (the state the stand-in
+    reads, test_the_mig_layout_is_on_the_gpus_after_the_killed_apply)."""
+    if not host.backend.get_hostname().endswith("-noble-b"):
+        pytest.skip("mig_manager's uninstall step ran on -b only")
+    assert not host.file("/etc/systemd/system/nvidia-mig-manager.service.d/zz-baremetal-gpu.conf").exists
+    assert not host.file("/etc/nvidia-mig-manager/baremetal-gpu.yaml").exists
+    assert not host.package("nvidia-mig-manager").is_installed
+    assert not host.file(STATE + "/mig_manager").exists
+    assert not host.file("/var/cache/baremetal-gpu/mig_manager").exists
