@@ -281,6 +281,14 @@ def mirror_list_text(data):
             ' (mirrored at %s)' % toolkit['mirror'] if toolkit.get('mirror') else ''))
         lines += ['%s archive' % p for p in archive['packages']]
         lines += ['%s %s' % (p, toolkit['repository']) for p in toolkit['packages']]
+        mig = group.get('mig_manager') or {}
+        if mig.get('hosts'):
+            lines.append('# nvidia-mig-manager for the MIG layouts of %s: %d file(s) of %s' % (
+                ', '.join(mig['hosts']), len(mig['files']), MIG_MANAGER_RELEASES))
+            lines += ['%s %s' % (f['file'], f['checksum']) for f in mig['files']]
+            if mig['unnamed']:
+                lines.append('# %s: no mig_manager_package, nvidia-mig-manager must be installed there already' % (
+                    ', '.join(mig['unnamed'])))
         lines += ['# error on %s' % e for e in group['errors']]
     return '\n'.join(lines) + '\n'
 
@@ -293,24 +301,31 @@ def _pinned(name, candidates):
     return '%s=%s' % (name, candidate) if candidate else name
 
 
+# Where NVIDIA publishes nvidia-mig-manager's .deb (not an apt repository): what a site copies for mig_manager_package.
+MIG_MANAGER_RELEASES = "NVIDIA's mig-parted releases (https://github.com/NVIDIA/mig-parted/releases)"
+
+
 def host_mirror_list(entries):
     """The host packages a site mirrors, per operating system: ``entries``, one per host, each
     {host, os: {distribution, version, release, architecture}, driver: nvidia_driver's mirror_list fact,
-    toolkit: container_toolkit's mirror_list fact (or {} where that role is not applied)}.
+    toolkit: container_toolkit's mirror_list fact (or {} where that role is not applied), mig: mig_manager's
+    mirror_list fact ({layout, package, checksum}; absent or {} where that role is not applied)}.
 
     Returns a list sorted by operating system of {os, hosts, archive: {suites, components, packages},
     toolkit: {repository (NVIDIA's, what a site copies), mirror (the site's, where the role takes them; '' for none),
-    packages}, errors}: the packages of the hosts of one operating system together, each with
-    apt's candidate version where apt named one (Fabric Manager's packages, on a system that needs it, by name: the role
-    pins them to the driver's version when it installs them), the archive
-    suites and components they come from, and each host's refusal (a host whose driver decision failed lists it)."""
+    packages}, mig_manager: {hosts (those with a MIG layout), files ([{file, checksum}]: mig_manager_package, a URL or
+    a controller file), unnamed (hosts with a layout and no mig_manager_package)}, errors}: the packages of the hosts
+    of one operating system together, each with apt's candidate version where apt named one (Fabric Manager's
+    packages, on a system that needs it, by name: the role pins them to the driver's version when it installs them),
+    the archive suites and components they come from, and each host's refusal (a host whose driver decision failed lists it)."""
     groups = {}
     for entry in entries:
         facts = entry.get('os') or {}
         key = '%s %s (%s) %s' % tuple(facts.get(field) or '?'
                                       for field in ('distribution', 'version', 'release', 'architecture'))
         group = groups.setdefault(key, {'os': key, 'hosts': [], 'suites': [], 'components': [], 'packages': set(),
-                                        'repository': '', 'mirror': '', 'toolkit': set(), 'errors': []})
+                                        'repository': '', 'mirror': '', 'toolkit': set(), 'errors': [],
+                                        'mig_hosts': [], 'mig_files': set(), 'mig_unnamed': []})
         group['hosts'].append(entry['host'])
         driver = entry.get('driver') or {}
         toolkit = entry.get('toolkit') or {}
@@ -328,8 +343,17 @@ def host_mirror_list(entries):
                 elif not group['toolkit']:
                     group[field] = toolkit.get(field) or ''
             group['toolkit'].update(toolkit.get('packages') or [])
+        mig = entry.get('mig') or {}
+        if mig.get('layout'):
+            group['mig_hosts'].append(entry['host'])
+            if mig.get('package'):
+                group['mig_files'].add((mig['package'], mig.get('checksum') or ''))
+            else:
+                group['mig_unnamed'].append(entry['host'])
     return [{'os': g['os'], 'hosts': sorted(g['hosts']),
              'archive': {'suites': g['suites'], 'components': g['components'], 'packages': sorted(g['packages'])},
              'toolkit': {'repository': g['repository'], 'mirror': g['mirror'], 'packages': sorted(g['toolkit'])},
+             'mig_manager': {'hosts': sorted(g['mig_hosts']), 'unnamed': sorted(g['mig_unnamed']),
+                             'files': [{'file': f, 'checksum': c} for f, c in sorted(g['mig_files'])]},
              'errors': g['errors']}
             for _key, g in sorted(groups.items())]

@@ -25,6 +25,16 @@ with open(os.path.join(PROJECT, "roles", "container_toolkit", "defaults", "main.
     TOOLKIT = yaml.safe_load(_fh)
 
 
+# Every node in a MIG pool whose nvidia-mig-manager comes from a site's mirror (the file is never fetched here).
+MIG_DEB = "https://mirror.site/mig-parted/nvidia-mig-manager_0.15.0-1_amd64.deb"
+MIG_CHECKSUM = "sha256:" + "ab" * 32
+MIG = {"device_plugin_sharing_profiles": {"mig7": {"sharing": "mig", "mig_layout": "all-1g.10gb"}},
+       "baremetal_gpu_sharing_profile": "mig7",
+       "baremetal_gpu_mig_layouts": {"all-1g.10gb": [{"devices": "all", "mig-enabled": True,
+                                                      "mig-devices": {"1g.10gb": 7}}]},
+       "mig_manager_package": MIG_DEB, "mig_manager_package_checksum": MIG_CHECKSUM}
+
+
 def node(name):
     return testinfra.get_host("podman://" + name)
 
@@ -37,7 +47,7 @@ def listed(tmp_path_factory):
         ["ansible-playbook", "-i", INVENTORY, os.path.join(PROJECT, "playbooks", "mirror_list.yml"),
          "-e", "mirror_list_dir=%s" % out_dir, "-e", "mirror_list_hosts=all",
          "-e", "cluster_addons_kube_prometheus_enabled=false", "-e", "cluster_addons_device_plugin_enabled=false",
-         "-e", "cluster_addons_dcgm_exporter_enabled=false"],
+         "-e", "cluster_addons_dcgm_exporter_enabled=false", "-e", json.dumps(MIG)],
         capture_output=True, text=True, timeout=900, check=False,
         env=dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0"))
     assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
@@ -104,3 +114,14 @@ def test_the_text_lists_each_package_once_under_its_os(listed):
         body = lines[header[0] + 1:header[0] + 1 + len(group["archive"]["packages"]) + len(group["toolkit"]["packages"])]
         assert body == (["%s archive" % p for p in group["archive"]["packages"]]
                         + ["%s %s" % (p, group["toolkit"]["repository"]) for p in group["toolkit"]["packages"]])
+
+
+def test_the_nodes_with_a_mig_layout_list_nvidia_mig_managers_file(listed):
+    """Every node is in the MIG pool here (MIG): each operating system lists mig_manager_package's file, once."""
+    lines = listed["text"].splitlines()
+    for group in listed["data"]["host_packages"]:
+        assert group["mig_manager"] == {"hosts": group["hosts"], "unnamed": [],
+                                        "files": [{"file": MIG_DEB, "checksum": MIG_CHECKSUM}]}, group
+        header = lines.index("# nvidia-mig-manager for the MIG layouts of %s: 1 file(s) of NVIDIA's mig-parted releases "
+                             "(https://github.com/NVIDIA/mig-parted/releases)" % group["hosts"][0])
+        assert lines[header + 1] == "%s %s" % (MIG_DEB, MIG_CHECKSUM)

@@ -222,7 +222,8 @@ def test_host_mirror_list_groups_hosts_of_one_os_and_says_what_differs():
     bare = mirror.host_mirror_list([{'host': 'h', 'os': {}, 'driver': {'packages': ['nvidia-smi']}, 'toolkit': {}}])
     assert bare == [{'os': '? ? (?) ?', 'hosts': ['h'],
                      'archive': {'suites': [], 'components': [], 'packages': ['nvidia-smi']},
-                     'toolkit': {'repository': '', 'mirror': '', 'packages': []}, 'errors': []}]
+                     'toolkit': {'repository': '', 'mirror': '', 'packages': []},
+                     'mig_manager': {'hosts': [], 'unnamed': [], 'files': []}, 'errors': []}]
 
 
 def test_mirror_list_text_with_host_packages():
@@ -234,3 +235,30 @@ def test_mirror_list_text_with_host_packages():
     assert 'nvidia-utils-580=580.178.04-0ubuntu0.24.04.1 archive' in lines
     assert 'nvidia-container-toolkit=1.18.2-1 https://nvidia.github.io/libnvidia-container/stable' in lines
     assert len(lines) == 3 + 10 + 4
+
+
+def test_host_mirror_list_names_nvidia_mig_manager_for_the_hosts_with_a_mig_layout():
+    """mig_manager's entry (its mirror_list fact): the package file of mig_manager_package for a host with a MIG layout,
+    once per operating system; a host with a layout and no package is named; a host without a layout adds nothing."""
+    entries = _host_entries()[3:4]
+    deb = 'https://mirror.site/mig-parted/nvidia-mig-manager_0.15.0-1_amd64.deb'
+    checksum = 'sha256:' + '0' * 64
+    twins = []
+    for name, mig in (('gpu-a', {'layout': 'all-1g.10gb', 'package': deb, 'checksum': checksum}),
+                      ('gpu-b', {'layout': 'all-3g.40gb', 'package': deb, 'checksum': checksum}),
+                      ('gpu-c', {'layout': 'all-1g.10gb', 'package': '', 'checksum': ''}),
+                      ('gpu-d', {'layout': '', 'package': deb, 'checksum': checksum})):
+        twin = json.loads(json.dumps(entries[0]))
+        twin.update(host=name, mig=mig)
+        twins.append(twin)
+    noble = mirror.host_mirror_list(entries + twins)[0]
+    assert noble['mig_manager'] == {'hosts': ['gpu-a', 'gpu-b', 'gpu-c'], 'unnamed': ['gpu-c'],
+                                    'files': [{'file': deb, 'checksum': checksum}]}
+    lines = mirror.mirror_list_text({'images': [], 'charts': [], 'host_packages': [noble]}).splitlines()
+    at = lines.index('# nvidia-mig-manager for the MIG layouts of gpu-a, gpu-b, gpu-c: 1 file(s) of '
+                     "NVIDIA's mig-parted releases (https://github.com/NVIDIA/mig-parted/releases)")
+    assert lines[at + 1:at + 3] == [deb + ' ' + checksum, '# gpu-c: no mig_manager_package, nvidia-mig-manager must '
+                                    'be installed there already']
+    # Without a layout on any host: no line about it.
+    plain = {'images': [], 'charts': [], 'host_packages': mirror.host_mirror_list(entries)}
+    assert 'mig-manager' not in mirror.mirror_list_text(plain)
