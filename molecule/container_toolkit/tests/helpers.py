@@ -14,10 +14,11 @@ def node(name):
     return "%s-%s" % (SCENARIO, name)
 
 
-def play(limit, extra_vars=None, *args, background=False, skip_repo=True):
-    """Run scenario_play.yml on `limit` with extra vars; (rc, output), or the Popen when background."""
+def play(limit, extra_vars=None, *args, background=False, skip_repo=True, playbook="scenario_play.yml"):
+    """Run scenario_play.yml (or another playbook of the scenario) on `limit` with extra vars; (rc, output), or the
+    Popen when background."""
     env = dict(os.environ, ANSIBLE_INJECT_FACT_VARS="false", ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    cmd = ["ansible-playbook", "-i", INVENTORY, os.path.join(HERE, "scenario_play.yml"), "--limit", limit,
+    cmd = ["ansible-playbook", "-i", INVENTORY, os.path.join(HERE, playbook), "--limit", limit,
            "-e", json.dumps(extra_vars or {})] + (["--skip-tags", "nvidia_repo"] if skip_repo else []) + list(args)
     if background:
         # Its own process group, so that a test can kill the run with every worker and command it started.

@@ -8,6 +8,8 @@ mirror of that repository under another URL (container_toolkit_repo_mirror_url),
 controller: stand-in packages of the toolkit's real names at the pinned version, installed from the mirror.
 """
 import os
+import signal
+import time
 
 import pytest
 import testinfra
@@ -96,6 +98,10 @@ def test_right_key_written_and_apt_accepts_it_as_signed_by(noble):
 # here; these hold no files, only the names, versions and dependencies the real ones carry), signed with the test key.
 MIRROR = "/srv/www/site-mirror/nvidia/libnvidia-container"
 MIRROR_URL = "http://127.0.0.1:%d/site-mirror/nvidia/libnvidia-container" % PORT
+# The stand-ins' prerm holds dpkg inside a removal once ARMED exists (it says so with HOLDING).
+ARMED = "/run/baremetal-gpu-test/ctk-purge-armed"
+HOLDING = "/run/baremetal-gpu-test/ctk-purge-holding"
+APT_RECORD = "/var/lib/baremetal-gpu/container_toolkit/apt-transaction.json"
 TOOLKIT_NAMES = ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools",
                  "libnvidia-container1")
 STAND_INS = r"""
@@ -109,6 +115,9 @@ while read -r name depends; do
     echo "Maintainer: baremetal.gpu tests <tests@example.invalid>";
     [ "$depends" = - ] || echo "Depends: $depends";
     echo "Description: TEST ONLY stand-in of NVIDIA's $name (molecule/container_toolkit, test_key.py)"; } > "$d/DEBIAN/control"
+  # TEST ONLY: armed by uninstall_killed_inside_the_purge_then_again, a removal holds dpkg here (once).
+  printf '%s\n' '#!/bin/sh' 'if [ "$1" = remove ] && [ -e ARMED ]; then rm -f ARMED; touch HOLDING; sleep 600; fi' \
+    'exit 0' > "$d/DEBIAN/prerm"; chmod 0755 "$d/DEBIAN/prerm"
   dpkg-deb --build "$d" "$repo/${name}_VERSION-1_amd64.deb" >/dev/null
 done <<'LIST'
 libnvidia-container1 -
@@ -141,7 +150,7 @@ def test_a_mirror_and_a_key_file_put_every_source_key_and_download_on_the_mirror
     host, fingerprint = noble
     version = ROLE_DEFAULTS["container_toolkit_version"]
     host.run_expect([0], STAND_INS.replace("SIGN_RELEASE", SIGN_RELEASE).replace("MIRROR", MIRROR)
-                    .replace("VERSION", version))
+                    .replace("VERSION", version).replace("ARMED", ARMED).replace("HOLDING", HOLDING))
     key_file = tmp_path / "nvidia-container-toolkit.asc"
     key_file.write_text(host.check_output("cat /srv/www/keys/right.asc") + "\n")
     record = "/var/lib/baremetal-gpu/container_toolkit/installed.json"
@@ -179,8 +188,41 @@ def test_a_mirror_and_a_key_file_put_every_source_key_and_download_on_the_mirror
         assert rc == 0 and recap_changed(out, NOBLE) == 0, out[-3000:]
         served = host.check_output("journalctl -u test-http --since '%s' --no-pager -o cat" % since)
         assert served.count("_%s-1_amd64.deb HTTP" % version) == 4, served[-2000:]
+        uninstall_killed_inside_the_purge_then_again(host)
     finally:
         names = " ".join(TOOLKIT_NAMES)
-        host.run("apt-mark unhold %s; dpkg --purge %s; rm -f %s %s /etc/apt/keyrings/nvidia-container-toolkit.gpg; "
+        host.run("rm -f %s; dpkg --configure -a; apt-mark unhold %s; dpkg --purge %s; rm -f %s %s /etc/apt/keyrings/nvidia-container-toolkit.gpg; "
                  "if [ -e /var/tmp/record.before ]; then mv /var/tmp/record.before %s; else rm -f %s; fi; "
-                 "apt-get update -qq" % (names, names, LIST, KEYRING, record, record))
+                 "apt-get update -qq" % (ARMED, names, names, LIST, KEYRING, record, record))
+
+
+def uninstall_killed_inside_the_purge_then_again(host):
+    """The uninstall's purge of the packages just installed, killed with dpkg held inside it (a stand-in's prerm), as
+    a dropped SSH session kills apt and dpkg with the run: dpkg is left interrupted with the role's record of the
+    purge. The next uninstall finishes it (dpkg --configure -a) and purges every package; a third changes nothing."""
+    host.run_expect([0], "mkdir -p %s && rm -f %s && touch %s" % (os.path.dirname(ARMED), HOLDING, ARMED))
+    proc = play(NOBLE, {}, background=True, playbook="scenario_uninstall.yml")
+    try:
+        for _ in range(300):
+            if host.run("test -e %s" % HOLDING).rc == 0 or proc.poll() is not None:
+                break
+            time.sleep(1)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out = proc.communicate()[0]
+    assert host.run("test -e %s" % HOLDING).rc == 0, "dpkg was never held in the purge:\n" + out[-3000:]
+    # What the dropped session does in the node: apt, dpkg and the held script die with it.
+    host.run("pkill -9 -x apt-get; pkill -9 -x dpkg; pkill -9 -f '[.]prerm remove'; pkill -9 -x sleep; rm -f %s"
+             % HOLDING)
+    journal = int(host.check_output("find /var/lib/dpkg/updates -regex '.*/[0-9]+' | wc -l"))
+    assert journal > 0 and host.file(APT_RECORD).exists, (journal, out[-3000:])
+    rc, out = play(NOBLE, {}, playbook="scenario_uninstall.yml")
+    assert rc == 0, out[-4000:]
+    assert "Finished the toolkit purge an earlier uninstall started on %s" % NOBLE in " ".join(out.split()), out[-4000:]
+    for name in TOOLKIT_NAMES:
+        status = host.run("dpkg-query -W -f '${db:Status-Abbrev}' %s" % name)
+        assert status.rc != 0 or status.stdout.startswith("pn"), (name, status.stdout)
+    assert not host.file(APT_RECORD).exists
+    assert host.check_output("find /var/lib/dpkg/updates -regex '.*/[0-9]+' | wc -l") == "0"
+    rc, out = play(NOBLE, {}, playbook="scenario_uninstall.yml")
+    assert rc == 0 and recap_changed(out, NOBLE) == 0, out[-3000:]
