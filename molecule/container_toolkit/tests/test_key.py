@@ -203,7 +203,7 @@ def uninstall_killed_inside_the_purge_then_again(host):
     host.run_expect([0], "mkdir -p %s && rm -f %s && touch %s" % (os.path.dirname(ARMED), HOLDING, ARMED))
     proc = play(NOBLE, {}, background=True, playbook="scenario_uninstall.yml")
     try:
-        for _ in range(300):
+        for _second in range(300):
             if host.run("test -e %s" % HOLDING).rc == 0 or proc.poll() is not None:
                 break
             time.sleep(1)
