@@ -20,6 +20,13 @@ def external_nfd(daemonsets, namespace, release):
     return cluster_addons.external_nfd(daemonsets, namespace, release)
 
 
+def paused_affinity(affinity, pause):
+    try:
+        return cluster_addons.paused_affinity(affinity, pause)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise AnsibleFilterError('baremetal.gpu.paused_affinity: %s' % exc)
+
+
 def gpu_class(products, geforce_regex):
     try:
         return cluster_addons.gpu_class(products, geforce_regex)
@@ -106,6 +113,7 @@ class FilterModule(object):
             'device_plugin_sharing_unlabels': device_plugin_sharing_unlabels,
             'gpu_class': gpu_class,
             'external_nfd': external_nfd,
+            'paused_affinity': paused_affinity,
             'release_marked': release_marked,
             'release_ownership': release_ownership,
             'runtime_class_decision': runtime_class_decision,

@@ -42,6 +42,8 @@ description:
   - V(exporter_pause), the Node label that keeps the dcgm-exporter DaemonSet of C(baremetal.gpu.dcgm_exporter) off a
     node (C(label), C(value)) and the label selector of the exporter's pods (C(selector)); a GPU reset sets the
     label, waits for the pod to leave, and removes the label after.
+  - V(device_plugin_pause), the same for the pods of C(baremetal.gpu.device_plugin)'s chart (the device plugin, GFD
+    and the MPS control daemon); a MIG layout change sets the label around its apply.
   - V(toolkit_record), the file where container_toolkit records the toolkit packages it installed (before installing
     them), read by its uninstall and the uninstall's plan, which purge only those.
   - V(rke2_restart_record), the file where rke2_nvidia_runtime records an RKE2 restart its change needs (before the
@@ -56,7 +58,7 @@ options:
     elements: str
     choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support, dcgm_exporter,
               node_name, node_names, toolkit_packages, toolkit_record, rke2_restart_record, cluster_components,
-              gpu_holder_services, exporter_pause]
+              gpu_holder_services, exporter_pause, device_plugin_pause]
 seealso:
   - plugin: baremetal.gpu.driver_branch_status
     plugin_type: filter
@@ -80,7 +82,7 @@ _raw:
   description:
     - One entry per term. V(supported_os), V(os_matrix), V(architectures), V(node_names), V(toolkit_packages) and
       V(cluster_components) are lists; with C(query()) their items are returned as the list. V(driver_support),
-      V(dcgm_exporter) and V(exporter_pause) are dictionaries.
+      V(dcgm_exporter), V(exporter_pause) and V(device_plugin_pause) are dictionaries.
   type: raw
 """
 
@@ -142,6 +144,7 @@ DATA = {
     'rke2_restart_record': lambda variables, templar: support.RKE2_RESTART_RECORD,
     'gpu_holder_services': lambda variables, templar: list(support.GPU_HOLDER_SERVICES),
     'exporter_pause': lambda variables, templar: dict(support.EXPORTER_PAUSE),
+    'device_plugin_pause': lambda variables, templar: dict(support.DEVICE_PLUGIN_PAUSE),
     'cluster_components': _cluster_components,
 }
 

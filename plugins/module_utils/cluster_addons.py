@@ -312,6 +312,27 @@ def external_nfd(daemonsets, namespace, release):
     return found
 
 
+def paused_affinity(affinity, pause):
+    """``affinity`` (a pod's, as a chart's values give it) that also keeps the pods off a Node labelled
+    ``pause['label']``=``pause['value']``: the NotIn expression joins every term of the required node affinity (the
+    terms are alternatives, so each must carry it); without required terms, one term of that expression alone. The
+    rest of ``affinity`` is kept as it is; an expression already there is not added twice."""
+    if not isinstance(affinity, dict):
+        raise TypeError('affinity must be a dictionary, got %s' % type(affinity).__name__)
+    keep_off = {'key': pause['label'], 'operator': 'NotIn', 'values': [pause['value']]}
+    result = json.loads(json.dumps(affinity))
+    node_affinity = result.setdefault('nodeAffinity', {})
+    required = node_affinity.get('requiredDuringSchedulingIgnoredDuringExecution') or {}
+    terms = required.get('nodeSelectorTerms') or [{}]
+    for term in terms:
+        expressions = term.setdefault('matchExpressions', [])
+        if keep_off not in expressions:
+            expressions.append(dict(keep_off, values=list(keep_off['values'])))
+    required['nodeSelectorTerms'] = terms
+    node_affinity['requiredDuringSchedulingIgnoredDuringExecution'] = required
+    return result
+
+
 def runtime_class_decision(existing, name, handler, managed_by='baremetal.gpu'):
     """What to do with the RuntimeClass ``name`` given ``existing`` (k8s_info resources: [] or [object]).
 

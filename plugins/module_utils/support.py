@@ -46,6 +46,13 @@ GPU_HOLDER_SERVICES = ('nvidia-dcgm', 'dcgm', 'nvidia-persistenced', 'nvidia-fab
 # (nvidia.com/gpu.deploy.<operand> labels).
 EXPORTER_PAUSE = {'label': 'baremetal.gpu/dcgm-exporter', 'value': 'paused',
                   'selector': 'app.kubernetes.io/name=dcgm-exporter'}
+# The same for the pods of the nvidia-device-plugin chart (the device plugin, GFD and the MPS control daemon share the
+# chart's name label and its affinity value): device_plugin's values keep them off a Node labelled DEVICE_PLUGIN_PAUSE,
+# and a MIG layout change (roles/mig_manager) sets the label around its apply, as the GPU Operator's MIG manager
+# pauses them (nvidia.com/gpu.deploy.device-plugin=paused-for-mig-change). Let back, the plugin starts again and sees
+# the new MIG instances.
+DEVICE_PLUGIN_PAUSE = {'label': 'baremetal.gpu/device-plugin', 'value': 'paused',
+                       'selector': 'app.kubernetes.io/name=nvidia-device-plugin'}
 # Where container_toolkit records the toolkit packages it installed (before installing them); its uninstall and the
 # uninstall plan purge only those.
 TOOLKIT_RECORD = '/var/lib/baremetal-gpu/container_toolkit/installed.json'

@@ -151,17 +151,30 @@ def pod(name, namespace, resources=None, owner=None, empty_dir=False, phase='Run
     return {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': meta, 'spec': spec, 'status': {'phase': phase}}
 
 
-def exporter_pod(node):
-    """The pod of baremetal.gpu.dcgm_exporter's DaemonSet on ``node``: the labels of the exporter's pods and the node
-    affinity the role's values give the chart (test_charts.py checks the real chart renders them so)."""
-    pause = support().EXPORTER_PAUSE
-    exporter = pod('nvidia-dcgm-exporter-7x2kq', 'nvidia-dcgm', owner=('DaemonSet', 'nvidia-dcgm-exporter'), node=node)
+def paused_daemon_pod(pause, name, namespace, daemonset, instance, node):
+    """A DaemonSet's pod on ``node`` that keeps off a Node labelled for ``pause`` (support.EXPORTER_PAUSE or
+    DEVICE_PLUGIN_PAUSE): the labels of its selector and the node affinity term the roles' values give the chart
+    (test_charts.py checks the real charts render them so)."""
+    daemon = pod(name, namespace, owner=('DaemonSet', daemonset), node=node)
     key, value = pause['selector'].split('=', 1)
-    exporter['metadata']['labels'] = {key: value, 'app.kubernetes.io/instance': 'nvidia-dcgm-exporter'}
-    exporter['spec']['affinity'] = {'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': {
+    daemon['metadata']['labels'] = {key: value, 'app.kubernetes.io/instance': instance}
+    daemon['spec']['affinity'] = {'nodeAffinity': {'requiredDuringSchedulingIgnoredDuringExecution': {
         'nodeSelectorTerms': [{'matchExpressions': [{'key': pause['label'], 'operator': 'NotIn',
                                                      'values': [pause['value']]}]}]}}}
-    return exporter
+    return daemon
+
+
+def exporter_pod(node):
+    """The pod of baremetal.gpu.dcgm_exporter's DaemonSet on ``node``."""
+    return paused_daemon_pod(support().EXPORTER_PAUSE, 'nvidia-dcgm-exporter-7x2kq', 'nvidia-dcgm',
+                             'nvidia-dcgm-exporter', 'nvidia-dcgm-exporter', node)
+
+
+def device_plugin_pod(node):
+    """The device plugin's pod of baremetal.gpu.device_plugin's chart on ``node`` (GFD's and the MPS daemon's carry
+    the same name label and affinity; the chart's default terms are cut to the pause term here)."""
+    return paused_daemon_pod(support().DEVICE_PLUGIN_PAUSE, 'nvidia-device-plugin-x7k2p', 'nvidia-device-plugin',
+                             'nvidia-device-plugin', 'nvdp', node)
 
 
 # Real nvidia-smi -q -x captures (tests/fixtures/nvidia-smi-xml, sources in its SOURCE.md).

@@ -136,15 +136,18 @@ class ApiDouble(LocalServer):
 
     def watch_pods(self, node, label, path):
         """Keep ``path`` while a pod carrying ``label`` (key=value) runs on Node ``node`` (a stand-in on the node
-        reads it: the pod holds its GPU)."""
+        reads it: the pod holds its GPU); several watches of one path keep it while any of their pods runs."""
         self.pod_watchers.append((node, label, path))
         self._pods_changed()
 
     def _pods_changed(self):
+        held = {}
         for node, label, path in self.pod_watchers:
             key, value = label.split('=', 1)
-            there = any(p['spec'].get('nodeName') == node and (p['metadata'].get('labels') or {}).get(key) == value
-                        for p in self.pods.values())
+            held[path] = held.get(path, False) or any(
+                p['spec'].get('nodeName') == node and (p['metadata'].get('labels') or {}).get(key) == value
+                for p in self.pods.values())
+        for path, there in held.items():
             if there:
                 open(path, 'a', encoding='utf-8').close()
             elif os.path.exists(path):

@@ -502,6 +502,44 @@ def test_the_exporter_keeps_off_a_node_labelled_for_a_gpu_reset(rendered):
     assert template["metadata"]["labels"][key] == value
 
 
+@pytest.mark.parametrize("pin", DEVICE_PLUGIN_PINS)
+def test_the_role_carries_the_charts_own_default_affinity(pin):
+    # roles/device_plugin gives the chart its default affinity again (with the pause label's NotIn): the copy must be
+    # the real chart's values.yaml default, for each pin.
+    with tarfile.open(os.path.join(CHART_DIR, "nvidia-device-plugin-%s.tgz" % pin)) as tar:
+        chart = yaml.safe_load(tar.extractfile("nvidia-device-plugin/values.yaml"))["affinity"]
+    with open(os.path.join(ROOT, "roles", "device_plugin", "vars", "main.yml"), encoding="utf-8") as handle:
+        ours = yaml.safe_load(handle)["__device_plugin_chart_affinity"]
+    assert ours == chart
+
+
+@pytest.mark.parametrize("host", HOSTS)
+def test_the_device_plugin_gfd_and_mps_pods_keep_off_a_node_labelled_for_a_mig_change(rendered, host):
+    # A MIG layout change (roles/mig_manager) labels the Node (support.DEVICE_PLUGIN_PAUSE) and waits for the pods of
+    # its selector to leave: every GPU DaemonSet of the real chart (the plugin, GFD, the MPS control daemon where a
+    # pool uses MPS) must carry the chart's default terms, each with the NotIn, and its pods that selector.
+    pause = support().DEVICE_PLUGIN_PAUSE
+    keep_off = {"key": pause["label"], "operator": "NotIn", "values": [pause["value"]]}
+    with open(os.path.join(ROOT, "roles", "device_plugin", "vars", "main.yml"), encoding="utf-8") as handle:
+        default = yaml.safe_load(handle)["__device_plugin_chart_affinity"]
+    default_terms = default["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    key, value = pause["selector"].split("=", 1)
+    daemonsets = [d for d in by_kind(chart_objects(rendered, host, "device_plugin", KUBE_VERSIONS[-1]), "DaemonSet")
+                  if d["metadata"].get("labels", {}).get("app.kubernetes.io/name") != "node-feature-discovery"]
+    names = sorted(d["metadata"]["name"] for d in daemonsets)
+    assert {"nvdp-nvidia-device-plugin", "nvdp-nvidia-device-plugin-gpu-feature-discovery"} <= set(names), names
+    if variant_of(host) == "pools":
+        assert "nvdp-nvidia-device-plugin-mps-control-daemon" in names, names
+    for ds in daemonsets:
+        template = ds["spec"]["template"]
+        terms = template["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"]
+        assert terms == [dict(t, matchExpressions=t["matchExpressions"] + [keep_off]) for t in default_terms], \
+            ds["metadata"]["name"]
+        assert template["metadata"]["labels"][key] == value, ds["metadata"]["name"]
+        assert selector_matches(ds["spec"]["selector"], template["metadata"]["labels"])
+
+
 @pytest.mark.parametrize("host", FULL_HOSTS)
 def test_dashboard_and_alerts_query_only_what_the_exporter_exports(rendered, host):
     _path, _cm, text = collectors_file(objects(rendered, host, "dcgm_exporter"))

@@ -15,7 +15,8 @@ import sys
 
 import yaml
 
-from conftest import ROOT, ansible_env, cluster_play, exporter_pod, killed_at, pod, real_node, stand_in, support
+from conftest import (ROOT, ansible_env, cluster_play, device_plugin_pod, exporter_pod, killed_at, pod, real_node, stand_in,
+                      support)
 
 NORI = real_node()
 LABEL = 'baremetal.gpu/host-rollout'
@@ -100,25 +101,31 @@ MIG_PLAY = BATCH_PLAY.format(name='Day-1 host rollout of a node whose GPUs lack 
             name: baremetal.gpu.mig_manager
 """)
 # TEST ONLY: the stand-in nvidia-mig-parted of molecule/maintenance_kill (one H100; a MIG mode change refused while the
-# file BAREMETAL_TEST_MIG_HELD_FILE exists: here while the exporter pod runs on the node, the API double's watch_pods).
+# file BAREMETAL_TEST_MIG_HELD_FILE exists: here while the exporter's or the device plugin's pod runs on the node, the
+# API double's watch_pods).
 MIG_STAND_IN = os.path.join(ROOT, 'molecule', 'maintenance_kill', 'files', 'nvidia-mig-parted-stand-in.py')
 MIG_LAYOUTS = {'all-1g.10gb': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.10gb': 7}}]}
 MIG_REASON = 'the GPUs do not have MIG layout all-1g.10gb (nvidia-mig-parted assert)'
 
 
-def mig_node(tmp_path, cluster):
+def mig_node(tmp_path, cluster, plugin_keeps_off=True):
     """The real Node, advertising what the layout makes once its device plugin restarted (no device plugin runs here:
-    the API double does not change a Node's capacity), its exporter's pod and its device plugin's pod; the stand-in
-    with its GPU's MIG off. Returns the variables of the run."""
+    the API double does not change a Node's capacity), its exporter's pod and its device plugin's pod, both holding
+    the GPU; the stand-in with its GPU's MIG off. ``plugin_keeps_off`` false: a device plugin of the site's (no pause
+    affinity), which holds nothing here. Returns the variables of the run."""
     mig = copy.deepcopy(NORI)
     for part in ('capacity', 'allocatable'):
         mig['status'][part]['nvidia.com/mig-1g.10gb'] = '7'
     cluster.add_node(mig)
     cluster.add_pod(exporter_pod('nori'))
-    plugin = pod('nvidia-device-plugin-x7k2p', 'nvidia-device-plugin', owner=('DaemonSet', 'nvidia-device-plugin'))
-    plugin['metadata']['labels'] = {'app.kubernetes.io/name': 'nvidia-device-plugin'}
-    cluster.add_pod(plugin)
     cluster.watch_pods('nori', support().EXPORTER_PAUSE['selector'], str(tmp_path / 'mig-held'))
+    if plugin_keeps_off:
+        cluster.add_pod(device_plugin_pod('nori'))
+        cluster.watch_pods('nori', support().DEVICE_PLUGIN_PAUSE['selector'], str(tmp_path / 'mig-held'))
+    else:
+        plugin = pod('nvidia-device-plugin-x7k2p', 'nvidia-device-plugin', owner=('DaemonSet', 'nvidia-device-plugin'))
+        plugin['metadata']['labels'] = {'app.kubernetes.io/name': 'nvidia-device-plugin'}
+        cluster.add_pod(plugin)
     parted = tmp_path / 'nvidia-mig-parted'
     with open(MIG_STAND_IN, encoding='utf-8') as handle:
         parted.write_text('#!%s\n%s' % (sys.executable, handle.read()))
@@ -386,10 +393,45 @@ def test_a_node_lost_in_its_change_is_asked_once_and_stays_cordoned_failed(tmp_p
     assert record['state'] == 'upgrading' and record['cordoned'] is True, record
 
 
-def test_a_mig_layout_is_made_out_of_service_with_the_exporter_off_and_the_device_plugin_restarted(tmp_path, cluster):
+def pause_writes(cluster):
+    """The Node label writes of the pauses, in order: (request index, {label: value or None})."""
+    labels = (support().EXPORTER_PAUSE['label'], support().DEVICE_PLUGIN_PAUSE['label'])
+    found = []
+    for i, (m, _p, b) in enumerate(cluster.requests):
+        written = ((b or {}).get('metadata') or {}).get('labels') or {} if m == 'PATCH' else {}
+        if set(labels) & set(written):
+            found.append((i, dict((k, v) for k, v in written.items() if k in labels)))
+    return found
+
+
+def task_results(out, task):
+    """The result lines (ok, changed, skipping, fatal...) a run printed under the tasks whose name starts with
+    ``task``."""
+    found, inside = [], False
+    for line in out.splitlines():
+        if line.startswith('TASK ['):
+            inside = line[len('TASK ['):].startswith(task)
+        elif inside and re.match(r'^(ok|changed|skipping|fatal|failed): ', line):
+            found.append(line.split(' =>')[0])
+    return found
+
+
+def cordon_writes(cluster):
+    return [(i, b['spec']['unschedulable']) for i, (m, _p, b) in enumerate(cluster.requests)
+            if m == 'PATCH' and 'unschedulable' in ((b or {}).get('spec') or {})]
+
+
+def plugin_pods(cluster):
+    return sorted(name for (_ns, name), p in cluster.pods.items()
+                  if (p['metadata'].get('labels') or {}).get('app.kubernetes.io/name') == 'nvidia-device-plugin')
+
+
+def test_a_mig_layout_is_made_out_of_service_with_the_exporter_and_device_plugin_off(tmp_path, cluster):
     """The plan put the node in a batch for its MIG layout (mig_manager's decide step): cordoned, then the layout
-    applied with the exporter's pod off the node (the stand-in refuses the mode change while it runs there), the
-    device plugin's pod deleted after, what the layout makes waited for, and the node uncordoned."""
+    applied with the exporter's and the device plugin's pods off the node (their DaemonSets keep off the pause
+    labels; the stand-in refuses the mode change while either runs there), let back after (the DaemonSet controller
+    starts a new device plugin pod, which sees the instances), what the layout makes waited for, and the node
+    uncordoned."""
     variables = mig_node(tmp_path, cluster)
     plan = dict(DISRUPTIVE, restart=[], mig=[MIG_REASON], node_name='nori')
     variables['node_maintenance_host_rollout_plan'] = {'nodes': {'gpu-a': plan}}
@@ -398,26 +440,94 @@ def test_a_mig_layout_is_made_out_of_service_with_the_exporter_off_and_the_devic
     assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
     state = json.loads((tmp_path / 'mig-state.json').read_text())
     assert state['gpus'] == [{'device_id': '0x233010DE', 'mig_enabled': True, 'devices': {'1g.10gb': 7}}]
-    calls = cluster.calls()
-    pause = support().EXPORTER_PAUSE
-    # In order: cordon, the exporter paused and let back (the apply between them), the device plugin's pod deleted,
-    # uncordon.
-    writes = [(i, m, p, b or {}) for i, (m, p, b) in enumerate(cluster.requests) if m in ('PATCH', 'DELETE')]
-    pauses = [(i, ((b.get('metadata') or {}).get('labels') or {})[pause['label']]) for i, m, p, b in writes
-              if m == 'PATCH' and pause['label'] in ((b.get('metadata') or {}).get('labels') or {})]
-    assert [v for _i, v in pauses] == [pause['value'], None], writes
-    cordons = [(i, b['spec']['unschedulable']) for i, m, p, b in writes if 'unschedulable' in (b.get('spec') or {})]
-    assert [v for _i, v in cordons] == [True, False], writes
-    deleted = [(i, p) for i, m, p, b in writes if m == 'DELETE']
-    assert [p for _i, p in deleted] == ['/api/v1/namespaces/nvidia-device-plugin/pods/nvidia-device-plugin-x7k2p'], calls
-    assert cordons[0][0] < pauses[0][0] < pauses[1][0] < deleted[0][0] < cordons[1][0], writes
-    meta = node(cluster)['metadata']
-    assert meta['labels'][LABEL] == 'done' and node(cluster)['spec'].get('unschedulable') in (None, False)
+    exporter, plugin = support().EXPORTER_PAUSE, support().DEVICE_PLUGIN_PAUSE
+    # In order: cordon, both paused in one write and let back in one (the apply between them), uncordon; no pod
+    # deleted by the run (the DaemonSets took them off and started them again).
+    pauses, cordons = pause_writes(cluster), cordon_writes(cluster)
+    assert [v for _i, v in pauses][:2] == [{exporter['label']: exporter['value'], plugin['label']: plugin['value']},
+                                           {exporter['label']: None, plugin['label']: None}], pauses
+    assert [v for _i, v in cordons] == [True, False], cordons
+    assert cordons[0][0] < pauses[0][0] < pauses[1][0] < cordons[1][0]
+    assert not [c for c in cluster.calls() if c.startswith('DELETE ')], cluster.calls()
+    assert plugin_pods(cluster) and plugin_pods(cluster) != ['nvidia-device-plugin-x7k2p'], plugin_pods(cluster)
+    labels = node(cluster)['metadata']['labels']
+    assert labels[LABEL] == 'done' and node(cluster)['spec'].get('unschedulable') in (None, False)
+    assert exporter['label'] not in labels and plugin['label'] not in labels
     assert 'MIG: ' + MIG_REASON in res.stdout
     # Selected for boot in our drop-in, from our own layouts file.
     dropin = (tmp_path / 'dropin' / 'zz-baremetal-gpu.conf').read_text()
     assert 'Environment="MIG_PARTED_SELECTED_CONFIG=all-1g.10gb"' in dropin
     assert 'Environment="MIG_PARTED_CONFIG_FILE=%s"' % variables['mig_manager_config_file'] in dropin
+
+
+def test_a_device_plugin_that_does_not_keep_off_the_label_is_restarted_after_the_apply(tmp_path, cluster):
+    """mig_manager_pause_device_plugin false (a device plugin of the site's): only the exporter is paused; the device
+    plugin's pod is deleted after the apply, so that its DaemonSet starts one that sees the instances."""
+    variables = mig_node(tmp_path, cluster, plugin_keeps_off=False)
+    plan = dict(DISRUPTIVE, restart=[], mig=[MIG_REASON], node_name='nori')
+    variables.update({'node_maintenance_host_rollout_plan': {'nodes': {'gpu-a': plan}},
+                      'mig_manager_pause_device_plugin': 'false'})
+    res = run(tmp_path, cluster, 'mig', variables)
+    assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
+    exporter = support().EXPORTER_PAUSE
+    pauses = pause_writes(cluster)
+    assert [v for _i, v in pauses] == [{exporter['label']: exporter['value']}, {exporter['label']: None}], pauses
+    deleted = [i for i, (m, p, _b) in enumerate(cluster.requests)
+               if m == 'DELETE' and p == '/api/v1/namespaces/nvidia-device-plugin/pods/nvidia-device-plugin-x7k2p']
+    assert len(deleted) == 1 and pauses[1][0] < deleted[0] < cordon_writes(cluster)[-1][0], cluster.calls()
+    assert json.loads((tmp_path / 'mig-state.json').read_text())['gpus'][0]['mig_enabled'] is True
+
+
+def test_a_device_plugin_that_stays_on_the_paused_node_stops_the_change_before_the_apply(tmp_path, cluster):
+    """mig_manager_pause_device_plugin true with a device plugin that does not keep off the label: the wait for its
+    pod ends (gpu_health_reset_pause_timeout), the apply is not tried, the pods are let back, the node stays cordoned
+    (the batch failed), and the error names the pod and the switch."""
+    variables = mig_node(tmp_path, cluster, plugin_keeps_off=False)
+    plan = dict(DISRUPTIVE, restart=[], mig=[MIG_REASON], node_name='nori')
+    variables.update({'node_maintenance_host_rollout_plan': {'nodes': {'gpu-a': plan}}, 'gpu_health_reset_pause_timeout': 2})
+    res = run(tmp_path, cluster, 'mig', variables)
+    assert re.search(r'gpu-a +: .* rescued=1', res.stdout), res.stdout[-3000:]
+    assert ('nvidia-device-plugin/nvidia-device-plugin-x7k2p (app.kubernetes.io/name=nvidia-device-plugin) still run '
+            'on nori 2 s after the Node was labelled baremetal.gpu/device-plugin=paused') in res.stdout, res.stdout[-3000:]
+    assert 'set mig_manager_pause_device_plugin: false' in res.stdout
+    assert json.loads((tmp_path / 'mig-state.json').read_text())['gpus'][0]['mig_enabled'] is False
+    labels = node(cluster)['metadata']['labels']
+    assert support().DEVICE_PLUGIN_PAUSE['label'] not in labels and support().EXPORTER_PAUSE['label'] not in labels
+    assert node(cluster)['spec']['unschedulable'] is True and labels[LABEL] == 'failed', labels
+
+
+def test_a_run_killed_after_the_apply_lets_the_pods_back_on_the_next_run(tmp_path, cluster):
+    """kill -9 of the batch once the layout is on the GPUs, before the pods are let back: the Node is left cordoned
+    with both pause labels. The next plan takes the node into a batch again (a stopped run left it out of service),
+    although its GPUs have the layout; that batch removes the labels (the DaemonSets start the pods again), waits for
+    what the layout makes and uncordons the node, without applying again."""
+    variables = mig_node(tmp_path, cluster)
+    plan = dict(DISRUPTIVE, restart=[], mig=[MIG_REASON], node_name='nori')
+    variables['node_maintenance_host_rollout_plan'] = {'nodes': {'gpu-a': plan}}
+    out = killed_at(start(tmp_path, cluster, 'mig', variables),
+                    'TASK [baremetal.gpu.node_maintenance : ', after='Apply | Apply the layout with nvidia-mig-parted')
+    assert 'Apply | Apply the layout with nvidia-mig-parted' in out
+    exporter, plugin = support().EXPORTER_PAUSE, support().DEVICE_PLUGIN_PAUSE
+    labels = node(cluster)['metadata']['labels']
+    assert labels.get(exporter['label']) == exporter['value'] and labels.get(plugin['label']) == plugin['value'], labels
+    assert node(cluster)['spec']['unschedulable'] is True and labels[LABEL] == 'upgrading'
+    assert not plugin_pods(cluster) and json.loads((tmp_path / 'mig-state.json').read_text())['gpus'][0]['mig_enabled']
+
+    res = run(tmp_path, cluster, ['plan'], dict(variables, node_maintenance_host_rollout_plan=None),
+              args=['--skip-tags', 'nvidia_driver'])
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+    assert 'Batches: gpu-a' in res.stdout and MIG_REASON not in res.stdout, res.stdout[-3000:]
+    resume = dict(DISRUPTIVE, restart=[], mig=[], resume=['a stopped run left the Node out of service'],
+                  node_name='nori')
+    variables['node_maintenance_host_rollout_plan'] = {'nodes': {'gpu-a': resume}}
+    res = run(tmp_path, cluster, 'mig', variables)
+    assert res.returncode == 0, res.stdout[-5000:] + res.stderr[-2000:]
+    labels = node(cluster)['metadata']['labels']
+    assert exporter['label'] not in labels and plugin['label'] not in labels, labels
+    assert labels[LABEL] == 'done' and node(cluster)['spec'].get('unschedulable') in (None, False)
+    assert plugin_pods(cluster), cluster.pods
+    assert task_results(res.stdout, 'baremetal.gpu.mig_manager : Apply | Apply the layout with nvidia-mig-parted') == [
+        'skipping: [gpu-a]'], res.stdout[-3000:]
 
 
 def test_a_node_of_a_cluster_outside_a_batch_never_gets_its_mig_layout(tmp_path, cluster):

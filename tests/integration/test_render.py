@@ -367,7 +367,15 @@ def test_device_plugin_values(scenario):
     assert values["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Exists"},
                                      {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert values["nodeSelector"] == {}
-    assert "affinity" not in values  # the chart's NFD/GFD affinity stays
+    # The chart's own NFD/GFD affinity terms, each also off a Node paused for a MIG change (test_charts.py compares
+    # the terms with the real chart's).
+    pause = conftest_support().DEVICE_PLUGIN_PAUSE
+    terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert [t["matchExpressions"][0]["key"] for t in terms] == [
+        "feature.node.kubernetes.io/pci-10de.present", "feature.node.kubernetes.io/cpu-model.vendor_id",
+        "nvidia.com/gpu.present"]
+    assert all(t["matchExpressions"][1:] == [{"key": pause["label"], "operator": "NotIn", "values": [pause["value"]]}]
+               for t in terms), terms
     if name == "datacenter":
         # device_plugin_nfd=auto renders "install" (no cluster to look at); CDI: auto without facts is cdi-cri.
         assert values["nfd"]["enabled"] is True

@@ -15,7 +15,7 @@ FILTER_DIR = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'pl
 HOMES = {
     'cluster_addons': ('counters_fields', 'crd_api_versions', 'crds_served', 'dcgm_counters', 'dcgm_dashboard',
                        'device_list_strategy', 'device_plugin_sharing', 'device_plugin_sharing_labels', 'device_plugin_sharing_unlabels', 'external_nfd',
-                       'gpu_class', 'release_marked', 'release_ownership', 'runtime_class_decision'),
+                       'gpu_class', 'paused_affinity', 'release_marked', 'release_ownership', 'runtime_class_decision'),
     'driver': ('apt_branch_family', 'apt_default_branch', 'apt_known_packages', 'apt_real_branches', 'apt_simulation',
                'dkms_autoinstall_problems', 'dkms_build_error', 'dkms_status', 'driver_desired_branch', 'driver_modules',
                'driver_plan', 'driver_upgrade_target',

@@ -14,6 +14,7 @@ import os
 import re
 
 import pytest
+import yaml
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import cluster_addons, mig, support
 
@@ -322,6 +323,36 @@ def test_external_nfd_on_the_real_charts_daemonsets():
     assert cluster_addons.external_nfd([plain, renamed, None, {}], 'nvidia-device-plugin', 'nvdp') == [
         'node-feature-discovery/nfd-worker', 'ops/features']
     assert cluster_addons.external_nfd(None, 'nvidia-device-plugin', 'nvdp') == []
+
+
+def test_paused_affinity_on_the_real_charts_daemonsets():
+    """The default affinity of the nvidia-device-plugin chart (three alternative terms), as roles/device_plugin's vars
+    carry it (tests/integration/test_charts.py checks that copy against the real charts): the pause expression joins
+    each term, so no term admits a paused Node; the rest is kept."""
+    pause = support.DEVICE_PLUGIN_PAUSE
+    keep_off = {'key': pause['label'], 'operator': 'NotIn', 'values': [pause['value']]}
+    with open(os.path.join(ROOT, 'roles', 'device_plugin', 'vars', 'main.yml')) as handle:
+        chart = [yaml.safe_load(handle)['__device_plugin_chart_affinity']]
+    for affinity in chart:
+        before = copy.deepcopy(affinity)
+        got = cluster_addons.paused_affinity(affinity, pause)
+        assert affinity == before                       # the input is not changed
+        terms = got['nodeAffinity']['requiredDuringSchedulingIgnoredDuringExecution']['nodeSelectorTerms']
+        old = before['nodeAffinity']['requiredDuringSchedulingIgnoredDuringExecution']['nodeSelectorTerms']
+        assert len(terms) == len(old) >= 2
+        assert [t['matchExpressions'] for t in terms] == [t['matchExpressions'] + [keep_off] for t in old]
+        # Twice is the same as once.
+        assert cluster_addons.paused_affinity(got, pause) == got
+    # No required node affinity (a podAntiAffinity only): one term of the expression alone; the rest kept.
+    anti = {'podAntiAffinity': {'preferredDuringSchedulingIgnoredDuringExecution': []}}
+    got = cluster_addons.paused_affinity(anti, pause)
+    assert got['podAntiAffinity'] == anti['podAntiAffinity']
+    assert got['nodeAffinity']['requiredDuringSchedulingIgnoredDuringExecution'] == {
+        'nodeSelectorTerms': [{'matchExpressions': [keep_off]}]}
+    assert cluster_addons.paused_affinity({}, pause) == {'nodeAffinity': {
+        'requiredDuringSchedulingIgnoredDuringExecution': {'nodeSelectorTerms': [{'matchExpressions': [keep_off]}]}}}
+    with pytest.raises(TypeError):
+        cluster_addons.paused_affinity('In', pause)
 
 
 def _observed(capture, node):
