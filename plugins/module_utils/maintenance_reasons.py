@@ -18,7 +18,7 @@ import re
 from ansible_collections.baremetal.gpu.plugins.module_utils.maintenance_nodes import (
     ACCEPTANCE_LABEL, GPU_RESOURCE, HOST_ROLLOUT_LABEL, REMEDIATION_LABEL, SKIP_LABEL, UNINSTALL_LABEL, node_labels,
     node_name, ours)
-from ansible_collections.baremetal.gpu.plugins.module_utils.support import EXPORTER_PAUSE
+from ansible_collections.baremetal.gpu.plugins.module_utils.support import DEVICE_PLUGIN_PAUSE, EXPORTER_PAUSE
 
 
 # The branch a package of the driver stack belongs to: nvidia-utils-580, libnvidia-gl-595,
@@ -261,9 +261,10 @@ def remediate_node(facts, api_node=None, remediation=None):
     reset_gpu or reboot, gpus, reasons). A GPU reset stops what runs on that GPU and a reboot stops the node, so on
     a node of a cluster either is done out of service (cordon, GPU pods deleted, drain), in a batch; a node the last
     remediation left out of service (label baremetal.gpu/gpu-remediation=upgrading) goes through its batch again.
-    Same shape as node(), plus step and gpus; reasons are the remediation's; exporter_paused: the Node carries the
-    label that keeps the dcgm-exporter pod off it (support.EXPORTER_PAUSE: a reset sets it and removes it after; a
-    run killed in between left it, and the node's next remediation removes it)."""
+    Same shape as node(), plus step and gpus; reasons are the remediation's; exporter_paused: the Node carries a
+    label that keeps the dcgm-exporter or the device plugin pods off it (support.EXPORTER_PAUSE, DEVICE_PLUGIN_PAUSE:
+    a reset sets them and removes them after; a run killed in between left them, and the node's next remediation
+    removes them)."""
     remediation = remediation or {}
     step = remediation.get('step') or 'none'
     reasons = list(remediation.get('reasons') or []) if step != 'none' else []
@@ -271,7 +272,9 @@ def remediate_node(facts, api_node=None, remediation=None):
     base['step'] = step
     base['gpus'] = list(remediation.get('gpus') or []) if step == 'reset_gpu' else []
     base['reasons'] = reasons
-    base['exporter_paused'] = node_labels(api_node).get(EXPORTER_PAUSE['label']) == EXPORTER_PAUSE['value']
+    labels = node_labels(api_node)
+    base['exporter_paused'] = any(labels.get(pause['label']) == pause['value']
+                                  for pause in (EXPORTER_PAUSE, DEVICE_PLUGIN_PAUSE))
     base['disruptive'] = bool(base['in_cluster'] and (step != 'none' or base['resume']))
     return base
 

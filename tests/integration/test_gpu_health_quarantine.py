@@ -21,7 +21,8 @@ import time
 
 import yaml
 
-from conftest import H100, ROOT, T4, ansible_env, exporter_pod, killed_at, pod, real_node, stand_in, support
+from conftest import (H100, ROOT, T4, ansible_env, device_plugin_pod, exporter_pod, killed_at, pod, real_node, stand_in,
+                      support)
 
 TAINT = 'baremetal.gpu/gpu-unhealthy'
 LABEL = 'baremetal.gpu/gpu-health'
@@ -70,14 +71,16 @@ def start(tmp_path, cluster, health, *args, kubeconfig=None, connection='local',
 
 
 def two_nodes_and_an_exporter(tmp_path, cluster):
-    """Nodes n-gpu-a and n-gpu-b, the exporter's pod on n-gpu-a, and the file that says it runs there (for the
-    stand-in's held_while). Returns (support.EXPORTER_PAUSE, that file)."""
+    """Nodes n-gpu-a and n-gpu-b, the exporter's and the device plugin's pods on n-gpu-a, and the file that says one
+    of them runs there (for the stand-in's held_while). Returns (support.EXPORTER_PAUSE, that file)."""
     add_node(cluster, 'n-gpu-a')
     add_node(cluster, 'n-gpu-b')
     pause = support().EXPORTER_PAUSE
     cluster.add_pod(exporter_pod('n-gpu-a'))
+    cluster.add_pod(device_plugin_pod('n-gpu-a'))
     held = str(tmp_path / 'gpu-a.exporter')
     cluster.watch_pods('n-gpu-a', pause['selector'], held)
+    cluster.watch_pods('n-gpu-a', support().DEVICE_PLUGIN_PAUSE['selector'], held)
     return pause, held
 
 
@@ -233,17 +236,19 @@ def test_remediate_resets_the_gpu_out_of_service_and_puts_the_node_back(tmp_path
     assert rc == 0, out[-5000:]
     assert 'CHECK MODE: gpu-a would get a reset gpu' in out.replace('\n', ' '), out[-3000:]
     assert not (tmp_path / 'gpu-a.resets').exists() and not node_writes(cluster) and not cluster.leases
-    assert [p['metadata']['name'] for p in cluster.pods.values()] == ['nvidia-dcgm-exporter-7x2kq']
+    assert sorted(p['metadata']['name'] for p in cluster.pods.values()) == ['nvidia-dcgm-exporter-7x2kq',
+                                                                          'nvidia-device-plugin-x7k2p']
     rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '-e', 'gpu_health_action=remediate',
                   reset_helps=True, held_while=held)
     assert rc == 0, out[-5000:]
-    # The GPU no process holds was reset, once, on the unhealthy node only (the exporter's pod was off then: the
-    # stand-in refuses a reset while it runs).
+    # The GPU no process holds was reset, once, on the unhealthy node only (the exporter's and the device plugin's
+    # pods were off then: the stand-in refuses a reset while either runs).
     assert (tmp_path / 'gpu-a.resets').read_text().split() == ['-r', '-i', '0']
-    # The exporter is back on the node (a new pod of its DaemonSet) and the Node's label gone.
-    assert pause['label'] not in cluster.nodes['n-gpu-a']['metadata']['labels']
-    back = [p['metadata']['name'] for p in cluster.pods.values() if p['spec']['nodeName'] == 'n-gpu-a']
-    assert len(back) == 1 and back != ['nvidia-dcgm-exporter-7x2kq'], back
+    # Both are back on the node (new pods of their DaemonSets) and the Node's labels gone.
+    labels = cluster.nodes['n-gpu-a']['metadata']['labels']
+    assert pause['label'] not in labels and support().DEVICE_PLUGIN_PAUSE['label'] not in labels, labels
+    back = sorted(p['metadata']['name'] for p in cluster.pods.values() if p['spec']['nodeName'] == 'n-gpu-a')
+    assert len(back) == 2 and not set(back) & {'nvidia-dcgm-exporter-7x2kq', 'nvidia-device-plugin-x7k2p'}, back
     assert not (tmp_path / 'gpu-b.resets').exists()
     # Out of service for the reset (cordoned first), back in service after it, labelled done; the lock released.
     assert unschedulable_writes(cluster, 'n-gpu-a')[:1] == [True], cluster.requests
@@ -339,6 +344,8 @@ def test_a_run_killed_at_the_gpu_reset_is_finished_by_the_next_one(tmp_path, clu
     node = cluster.nodes['n-gpu-a']
     assert node['spec'].get('unschedulable') is True and node['metadata']['labels'][REMEDIATION] == 'upgrading', out[-3000:]
     assert node['metadata']['labels'][pause['label']] == pause['value'] and not os.path.exists(held)
+    plugin = support().DEVICE_PLUGIN_PAUSE
+    assert node['metadata']['labels'][plugin['label']] == plugin['value']
     assert lease_holder(cluster)
     rc, out = run(tmp_path, cluster, {'gpu-a': True, 'gpu-b': True}, '-e', 'gpu_health_action=remediate',
                   '-e', 'node_maintenance_lock_timeout=90', held_while=held)
@@ -348,6 +355,7 @@ def test_a_run_killed_at_the_gpu_reset_is_finished_by_the_next_one(tmp_path, clu
     assert not node['spec'].get('unschedulable'), node['spec']
     assert node['metadata']['labels'][REMEDIATION] == 'done'
     assert pause['label'] not in node['metadata']['labels'] and os.path.exists(held), node['metadata']['labels']
+    assert plugin['label'] not in node['metadata']['labels']
     assert not (tmp_path / 'gpu-a.resets').exists(), 'nothing to reset: the GPU reads healthy'
     assert not cluster.nodes['n-gpu-b']['spec'].get('unschedulable')
     assert lease_holder(cluster) in (None, ''), cluster.leases

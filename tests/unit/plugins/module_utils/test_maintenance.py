@@ -744,6 +744,11 @@ def test_a_remediation_killed_while_the_exporter_was_off_says_so_for_the_next_on
     # Someone else's value of the label is not ours to remove.
     other = api('nori', labels={pause['label']: 'off-for-maintenance'})
     assert not maintenance_reasons.remediate_node(facts(unit='rke2-agent'), other, {'step': 'none'})['exporter_paused']
+    # The device plugin's pause alone (gpu_health_reset_pause_exporter false) says the same.
+    plugin = support.DEVICE_PLUGIN_PAUSE
+    left = api('nori', unschedulable=True, labels={maintenance_nodes.REMEDIATION_LABEL: 'upgrading',
+                                                   plugin['label']: plugin['value']})
+    assert maintenance_reasons.remediate_node(facts(unit='rke2-agent'), left, {'step': 'none'})['exporter_paused']
 
 
 def test_the_uninstall_plan_takes_servers_one_at_a_time():
