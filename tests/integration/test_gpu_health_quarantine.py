@@ -236,8 +236,8 @@ def test_remediate_resets_the_gpu_out_of_service_and_puts_the_node_back(tmp_path
     assert rc == 0, out[-5000:]
     assert 'CHECK MODE: gpu-a would get a reset gpu' in out.replace('\n', ' '), out[-3000:]
     assert not (tmp_path / 'gpu-a.resets').exists() and not node_writes(cluster) and not cluster.leases
-    assert sorted(p['metadata']['name'] for p in cluster.pods.values()) == ['nvidia-dcgm-exporter-7x2kq',
-                                                                          'nvidia-device-plugin-x7k2p']
+    assert sorted(p['metadata']['name'] for p in cluster.pods.values()) == [
+        'nvidia-dcgm-exporter-7x2kq', 'nvidia-device-plugin-x7k2p']
     rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '-e', 'gpu_health_action=remediate',
                   reset_helps=True, held_while=held)
     assert rc == 0, out[-5000:]

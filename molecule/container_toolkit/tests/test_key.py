@@ -8,14 +8,13 @@ mirror of that repository under another URL (container_toolkit_repo_mirror_url),
 controller: stand-in packages of the toolkit's real names at the pinned version, installed from the mirror.
 """
 import os
-import signal
-import time
 
 import pytest
 import testinfra
 import yaml
 
 from helpers import PROJECT, node, play, recap_changed
+from kill_run import kill_when_held
 
 NOBLE = node("ubuntu2404")
 PORT = 8765
@@ -201,15 +200,7 @@ def uninstall_killed_inside_the_purge_then_again(host):
     a dropped SSH session kills apt and dpkg with the run: dpkg is left interrupted with the role's record of the
     purge. The next uninstall finishes it (dpkg --configure -a) and purges every package; a third changes nothing."""
     host.run_expect([0], "mkdir -p %s && rm -f %s && touch %s" % (os.path.dirname(ARMED), HOLDING, ARMED))
-    proc = play(NOBLE, {}, background=True, playbook="scenario_uninstall.yml")
-    try:
-        for _second in range(300):
-            if host.run("test -e %s" % HOLDING).rc == 0 or proc.poll() is not None:
-                break
-            time.sleep(1)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out = proc.communicate()[0]
+    out = kill_when_held(host, play(NOBLE, {}, background=True, playbook="scenario_uninstall.yml"), HOLDING)
     assert host.run("test -e %s" % HOLDING).rc == 0, "dpkg was never held in the purge:\n" + out[-3000:]
     # What the dropped session does in the node: apt, dpkg and the held script die with it.
     host.run("pkill -9 -x apt-get; pkill -9 -x dpkg; pkill -9 -f '[.]prerm remove'; pkill -9 -x sleep; rm -f %s"

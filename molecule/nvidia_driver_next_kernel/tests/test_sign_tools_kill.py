@@ -8,12 +8,11 @@ next run finishes it (dpkg --configure -a) and goes on, and mokutil is installed
 """
 import json
 import os
-import signal
 import subprocess
-import time
 
 import pytest
 import testinfra.utils.ansible_runner
+from kill_run import kill_when_held
 
 testinfra_hosts = ["podman://" + h for h in testinfra.utils.ansible_runner.AnsibleRunner(
     os.environ["MOLECULE_INVENTORY_FILE"]).get_hosts("all") if h.endswith("-ubuntu2404-dkms")]
@@ -73,15 +72,7 @@ def test_a_run_killed_inside_the_signing_tools_install_is_finished_by_the_next(h
     name = host.backend.get_hostname()
     assert host.run("dpkg-query -W -f '${db:Status-Abbrev}' mokutil").stdout.strip() in ("", "pn", "un")
     host.run_expect([0], "touch %s" % ARMED)
-    proc = converge(name, background=True)
-    try:
-        for _second in range(600):
-            if host.run("test -e %s" % HOLDING).rc == 0 or proc.poll() is not None:
-                break
-            time.sleep(1)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out = proc.communicate()[0]
+    out = kill_when_held(host, converge(name, background=True), HOLDING, seconds=600)
     assert host.run("test -e %s" % HOLDING).rc == 0, "dpkg was never held in the install of mokutil:\n" + out[-3000:]
     assert "Record the signing tools' apt transaction before starting it" in out, out[-3000:]
     # What the dropped session does in the node: apt, dpkg and the held trigger die with it.
