@@ -44,6 +44,11 @@ description:
     label, waits for the pod to leave, and removes the label after.
   - V(device_plugin_pause), the same for the pods of C(baremetal.gpu.device_plugin)'s chart (the device plugin, GFD
     and the MPS control daemon); a MIG layout change sets the label around its apply.
+  - V(device_plugin_release), V(kube_prometheus_release), V(dcgm_exporter_release), the Helm release of that chart
+    role as C(baremetal.gpu.cluster_addons)' install and uninstall take it (C(release_name), C(namespace),
+    C(chart_name), C(chart_version), C(chart_repo_url), C(chart_path), C(extra_values), C(adopt)), read from the
+    role's variables C(<role>_release_name), C(<role>_namespace), C(<role>_chart_name), C(<role>_chart_version),
+    C(<role>_chart_repo_url), C(<role>_chart_path), C(<role>_extra_values) and C(<role>_adopt_release).
   - V(toolkit_record), the file where container_toolkit records the toolkit packages it installed (before installing
     them), read by its uninstall and the uninstall's plan, which purge only those.
   - V(rke2_restart_record), the file where rke2_nvidia_runtime records an RKE2 restart its change needs (before the
@@ -58,7 +63,8 @@ options:
     elements: str
     choices: [runtime_class_name, runtime_handler, supported_os, os_matrix, architectures, driver_support, dcgm_exporter,
               node_name, node_names, toolkit_packages, toolkit_record, rke2_restart_record, cluster_components,
-              gpu_holder_services, exporter_pause, device_plugin_pause]
+              gpu_holder_services, exporter_pause, device_plugin_pause, device_plugin_release, kube_prometheus_release,
+              dcgm_exporter_release]
 seealso:
   - plugin: baremetal.gpu.driver_branch_status
     plugin_type: filter
@@ -82,7 +88,7 @@ _raw:
   description:
     - One entry per term. V(supported_os), V(os_matrix), V(architectures), V(node_names), V(toolkit_packages) and
       V(cluster_components) are lists; with C(query()) their items are returned as the list. V(driver_support),
-      V(dcgm_exporter), V(exporter_pause) and V(device_plugin_pause) are dictionaries.
+      V(dcgm_exporter), V(exporter_pause), V(device_plugin_pause) and the V(<role>_release) terms are dictionaries.
   type: raw
 """
 
@@ -121,6 +127,16 @@ def _cluster_components(variables, templar):
     return support.cluster_components(switches)
 
 
+def _chart_release(role):
+    def release(variables, templar):
+        def value_of(name):
+            if name not in variables:
+                raise ValueError('%s is not defined (the release of %s)' % (name, role))
+            return templar.template(variables[name])
+        return support.chart_release(role, value_of)
+    return release
+
+
 def _node_name(variables, templar):
     return support.node_name(*_node_args(variables, templar))
 
@@ -147,6 +163,7 @@ DATA = {
     'device_plugin_pause': lambda variables, templar: dict(support.DEVICE_PLUGIN_PAUSE),
     'cluster_components': _cluster_components,
 }
+DATA.update(('%s_release' % role, _chart_release(role)) for role in support.chart_roles())
 
 
 class LookupModule(LookupBase):

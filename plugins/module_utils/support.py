@@ -82,6 +82,26 @@ def cluster_components(switches=None):
     return [dict(row, enabled=bool(switches.get(row['switch'], True))) for row in CLUSTER_COMPONENTS]
 
 
+# The Helm release of a chart component (a CLUSTER_COMPONENTS row with chart true), as cluster_addons' install and
+# uninstall take it: each field and the suffix of the role's variable that gives it (<role>_<suffix>). The chart roles
+# read it through the support lookup (term <role>_release) instead of restating the mapping.
+CHART_RELEASE_FIELDS = (('release_name', 'release_name'), ('namespace', 'namespace'), ('chart_name', 'chart_name'),
+                        ('chart_version', 'chart_version'), ('chart_repo_url', 'chart_repo_url'),
+                        ('chart_path', 'chart_path'), ('extra_values', 'extra_values'), ('adopt', 'adopt_release'))
+
+
+def chart_roles():
+    """The roles of the chart components, in install order."""
+    return [row['role'] for row in CLUSTER_COMPONENTS if row['chart']]
+
+
+def chart_release(role, value_of):
+    """The release of chart role ``role``: {field: value_of('<role>_<suffix>')} for CHART_RELEASE_FIELDS."""
+    if role not in chart_roles():
+        raise ValueError('%s is not a chart role (%s)' % (role, ', '.join(chart_roles())))
+    return dict((field, value_of('%s_%s' % (role, suffix))) for field, suffix in CHART_RELEASE_FIELDS)
+
+
 # Runtime names containerd and CRI-O already use for something else: never the NVIDIA runtime's.
 BUILTIN_RUNTIMES = ('runc', 'crun', 'runsc', 'kata', 'kata-containers', 'youki', 'gvisor', 'default')
 _DNS_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$')

@@ -42,3 +42,28 @@ def test_a_switch_that_is_no_boolean_is_refused_naming_it():
 
 def test_the_gpu_holder_services_are_one_list():
     assert run({}, 'gpu_holder_services') == ['nvidia-dcgm', 'dcgm', 'nvidia-persistenced', 'nvidia-fabricmanager']
+
+
+def test_a_chart_roles_release_is_read_from_its_variables():
+    """<role>_release: the release cluster_addons takes, from the role's own variables (templated in a play: the
+    render and chart tests run the roles with their defaults, which are templates)."""
+    variables = {'device_plugin_release_name': 'nvdp', 'device_plugin_namespace': 'gpu',
+                 'device_plugin_chart_name': 'nvidia-device-plugin', 'device_plugin_chart_version': '0.20.0',
+                 'device_plugin_chart_repo_url': 'https://nvidia.github.io/k8s-device-plugin',
+                 'device_plugin_chart_path': '', 'device_plugin_extra_values': {'gfd': {'enabled': True}},
+                 'device_plugin_adopt_release': False}
+    assert run(variables, 'device_plugin_release') == [{
+        'release_name': 'nvdp', 'namespace': 'gpu', 'chart_name': 'nvidia-device-plugin', 'chart_version': '0.20.0',
+        'chart_repo_url': 'https://nvidia.github.io/k8s-device-plugin', 'chart_path': '',
+        'extra_values': {'gfd': {'enabled': True}}, 'adopt': False}]
+    del variables['device_plugin_chart_path']
+    with pytest.raises(AnsibleLookupError, match='device_plugin_chart_path is not defined'):
+        run(variables, 'device_plugin_release')
+
+
+def test_every_chart_component_has_a_release_term_and_no_other_role():
+    # With no variables, a chart role's term names the first variable it lacks; any other role has no term.
+    for row in CLUSTER_COMPONENTS:
+        expected = '%s_release_name is not defined' % row['role'] if row['chart'] else 'unknown term'
+        with pytest.raises(AnsibleLookupError, match=expected):
+            run({}, '%s_release' % row['role'])
