@@ -1,9 +1,9 @@
 """The signing tools' apt transaction killed with dpkg inside it, and the next run (after test_next_kernel.py).
 
 On the Ubuntu DKMS node (Secure Boot signing on, its MOK key there): mokutil taken off, as on a node that never had
-it, and a TEST-ONLY package whose file trigger on /usr/bin/mokutil holds dpkg once (armed); the role's run is then
-killed (kill -9 of its process group, and apt and dpkg in the node, as a dropped SSH session ends them) while dpkg is
-held inside the role's install of mokutil. dpkg is left interrupted with the role's record of that transaction: the
+it, and molecule/maintenance_kill's TEST-ONLY package whose file trigger (on /usr/bin/mokutil here) holds dpkg once
+(armed); the role's run is then killed (kill -9 of its process group, and apt and dpkg in the node, as a dropped SSH
+session ends them) while dpkg is held inside the role's install of mokutil. dpkg is left interrupted with the role's record of that transaction: the
 next run finishes it (dpkg --configure -a) and goes on, and mokutil is installed, dpkg's journal empty, the record gone.
 """
 import json
@@ -19,33 +19,19 @@ testinfra_hosts = ["podman://" + h for h in testinfra.utils.ansible_runner.Ansib
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RECORD = "/var/lib/baremetal-gpu/nvidia_driver/apt-transaction.json"
-BLOCKER = "/usr/local/src/baremetal-gpu-test-sign-blocker"
-ARMED = "/run/baremetal-gpu-test/sign-block-armed"
-HOLDING = "/run/baremetal-gpu-test/sign-blocking"
-# TEST ONLY: held once, while armed, when a package installs /usr/bin/mokutil.
-POSTINST = """#!/bin/sh
-if [ "$1" = triggered ] && [ -e %s ]; then
-    rm -f %s
-    touch %s
-    sleep 600
-fi
-exit 0
-""" % (ARMED, ARMED, HOLDING)
-CONTROL = """Package: baremetal-gpu-test-sign-blocker
-Version: 1.0
-Architecture: all
-Maintainer: baremetal.gpu tests <tests@invalid>
-Description: TEST ONLY (molecule/nvidia_driver_next_kernel): holds dpkg once in its trigger, when armed
-"""
+# TEST ONLY: molecule/maintenance_kill's dpkg trigger package, its trigger on /usr/bin/mokutil here; it holds dpkg
+# once while armed.
+BLOCKER_PLAYBOOK = os.path.join(HERE, "..", "maintenance_kill", "dpkg_blocker.yml")
+ARMED = "/run/baremetal-gpu-test/dpkg-block-armed"
+HOLDING = "/run/baremetal-gpu-test/dpkg-blocking"
 
 
 def journal(host):
     return int(host.check_output("find /var/lib/dpkg/updates -regex '.*/[0-9]+' | wc -l"))
 
 
-def converge(name, background=False):
-    cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], os.path.join(HERE, "converge.yml"),
-           "--limit", name]
+def playbook(path, name, *args, background=False):
+    cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], path, "--limit", name] + list(args)
     env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
     if background:
         return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
@@ -57,32 +43,32 @@ def converge(name, background=False):
 @pytest.fixture
 def blocker(host):
     """The blocker installed (and mokutil taken off); purged after the test, so nothing of it stays on the node."""
-    host.run_expect([0], "mkdir -p %s/DEBIAN /run/baremetal-gpu-test" % BLOCKER)
-    for name, content, mode in (("control", CONTROL, "0644"), ("triggers", "interest /usr/bin/mokutil\n", "0644"),
-                                ("postinst", POSTINST, "0755")):
-        host.run_expect([0], "cat > %s/DEBIAN/%s <<'END_OF_FILE'\n%sEND_OF_FILE\nchmod %s %s/DEBIAN/%s" % (
-            BLOCKER, name, content, mode, BLOCKER, name))
-    host.run_expect([0], "dpkg-deb --build %s %s.deb >/dev/null && dpkg -i %s.deb >/dev/null" % (BLOCKER, BLOCKER, BLOCKER))
-    host.run_expect([0], "DEBIAN_FRONTEND=noninteractive apt-get purge -y -q mokutil >/dev/null")
+    rc, out = playbook(BLOCKER_PLAYBOOK, host.backend.get_hostname(), "-e", "dpkg_blocker_interest=/usr/bin/mokutil")
+    assert rc == 0, out[-3000:]
+    host.run_expect([0], "mkdir -p %s && DEBIAN_FRONTEND=noninteractive apt-get purge -y -q mokutil >/dev/null"
+                    % os.path.dirname(ARMED))
     yield
-    host.run("rm -f %s %s; dpkg -P baremetal-gpu-test-sign-blocker; rm -rf %s %s.deb" % (ARMED, HOLDING, BLOCKER, BLOCKER))
+    host.run("rm -f %s %s; dpkg -P baremetal-gpu-test-dpkg-blocker; "
+             "rm -rf /usr/local/src/baremetal-gpu-test-dpkg-blocker /usr/local/src/baremetal-gpu-test-dpkg-blocker.deb"
+             % (ARMED, HOLDING))
 
 
 def test_a_run_killed_inside_the_signing_tools_install_is_finished_by_the_next(host, blocker):
     name = host.backend.get_hostname()
     assert host.run("dpkg-query -W -f '${db:Status-Abbrev}' mokutil").stdout.strip() in ("", "pn", "un")
     host.run_expect([0], "touch %s" % ARMED)
-    out = kill_when_held(host, converge(name, background=True), HOLDING, seconds=600)
+    converge = os.path.join(HERE, "converge.yml")
+    out = kill_when_held(host, playbook(converge, name, background=True), HOLDING, seconds=600)
     assert host.run("test -e %s" % HOLDING).rc == 0, "dpkg was never held in the install of mokutil:\n" + out[-3000:]
     assert "Record the signing tools' apt transaction before starting it" in out, out[-3000:]
     # What the dropped session does in the node: apt, dpkg and the held trigger die with it.
-    host.run("pkill -9 -x apt-get; pkill -9 -x dpkg; pkill -9 -f 'postinst triggered'; pkill -9 -x sleep; rm -f %s"
-             % HOLDING)
+    host.run("pkill -9 -x apt-get; pkill -9 -x dpkg; pkill -9 -f baremetal-gpu-test-dpkg-blocker.postinst; "
+             "pkill -9 -x sleep; rm -f %s" % HOLDING)
     assert journal(host) > 0, out[-3000:]
     record = json.loads(host.file(RECORD).content_string)
     assert record["install"] == ["mokutil"] and record["remove"] == [], record
 
-    rc, out = converge(name)
+    rc, out = playbook(converge, name)
     assert rc == 0, out[-4000:]
     assert "Finished the apt transaction an earlier run of this role started on %s" % name in " ".join(out.split()), \
         out[-4000:]
