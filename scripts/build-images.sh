@@ -84,6 +84,17 @@ kernel_pocket() {
   esac
 }
 
+# node_kcflags NODE: the test node's KCFLAGS (tests/images/Containerfile): -g0, a build without debug information,
+# except where the kernel needs it. Ubuntu 26.04's 7.0 kernels are built with CONFIG_GENDWARFKSYMS: their module
+# versions come from the DWARF of every object that exports symbols, and with -g0 the NVIDIA DKMS build fails
+# ("gendwarfksyms: process_module: dwarf_get_units failed: no debugging information?", nv-p2p.o, seen 2026-12-01).
+node_kcflags() {
+  case $1 in
+    ubuntu2604) echo "" ;;
+    *) echo "-g0" ;;
+  esac
+}
+
 # node_info NODE: "suite family debootstrap-script sources-format kernel-package"
 node_info() {
   local node=$1 suite family layout
@@ -113,7 +124,8 @@ base_hash() {
   echo "$PACKAGES $suite $family $script $format ${UBUNTU_MIRROR:-} v2" | sha256sum | cut -c1-12
 }
 recipe_hash() {
-  { base_hash "$(base_node "$1")"; node_info "$1"; kernel_pocket "$1"; cat "$(context_of "$1")"/*; } | sha256sum | cut -c1-12
+  { base_hash "$(base_node "$1")"; node_info "$1"; kernel_pocket "$1"; node_kcflags "$1"; cat "$(context_of "$1")"/*; } |
+    sha256sum | cut -c1-12
 }
 image_name() { echo "localhost/baremetal-gpu-$1:$(recipe_hash "$1")"; }
 
@@ -220,7 +232,7 @@ build_node() {
 build_top() {
   # --network host: the build reaches the package cache on this machine's loopback.
   if ! podman build -q --network host --build-arg "APT_PROXY=$APT_PROXY" --build-arg "BASE=$2" \
-      --build-arg "KERNEL=$4" --build-arg "KERNEL_POCKET=$(kernel_pocket "$1")" -t "$3" "$(context_of "$1")" >"$CACHE/$1.build.log" 2>&1; then
+      --build-arg "KERNEL=$4" --build-arg "KERNEL_POCKET=$(kernel_pocket "$1")" --build-arg "KCFLAGS=$(node_kcflags "$1")" -t "$3" "$(context_of "$1")" >"$CACHE/$1.build.log" 2>&1; then
     log "$1: podman build failed, see $CACHE/$1.build.log"
     tail -5 "$CACHE/$1.build.log" >&2 || true
     if grep -qiE 'Could not resolve|Temporary failure|Failed to fetch|Unable to connect' "$CACHE/$1.build.log"; then

@@ -29,12 +29,18 @@ def _kernels(host):
 
 
 def _installed(host, pattern):
+    """Installed packages matching ``pattern``, held or not: dpkg's second status letter is "i" ("ii", "hi")."""
     out = host.run("dpkg-query -W -f '${Package} ${db:Status-Abbrev}\\n' '%s' 2>/dev/null" % pattern).stdout
-    return sorted(line.split()[0] for line in out.splitlines() if line.split()[-1].startswith("ii"))
+    return sorted(line.split()[0] for line in out.splitlines() if line.split()[-1][1:2] == "i")
 
 
 def _is_debian(host):
     return host.system_info.distribution == "debian"
+
+
+def _line(exp):
+    """The suffix of the driver line in Ubuntu's package names: "-server" for the server line, else ""."""
+    return "-server" if exp.get("line") == "server" else ""
 
 
 def test_decisions_match_what_was_asked(host):
@@ -170,11 +176,12 @@ def test_only_one_flavour_and_one_branch_installed(host):
         other = "nvidia-open-kernel-dkms" if exp["flavour"] == "proprietary" else "nvidia-kernel-dkms"
         assert _installed(host, other) == []
         return
+    line = _line(exp)
     common = _installed(host, "nvidia-kernel-common-*")
-    assert common == ["nvidia-kernel-common-%s" % exp["branch"]], common
+    assert common == ["nvidia-kernel-common-%s%s" % (exp["branch"], line)], common
     if exp["flavour"] == "open":
-        assert [p for p in _installed(host, "nvidia-*") if re.match(r"^nvidia-(dkms|kernel-source|headless-no-dkms)-%s$"
-                                                                    % exp["branch"], p)] == []
+        assert [p for p in _installed(host, "nvidia-*") if re.match(r"^nvidia-(dkms|kernel-source|headless-no-dkms)-%s%s$"
+                                                                    % (exp["branch"], line), p)] == []
         assert [p for p in _installed(host, "linux-modules-nvidia-*") if "-open-" not in p] == []
     else:
         assert [p for p in _installed(host, "nvidia-*") if p.endswith("-open")] == []
@@ -257,7 +264,7 @@ def test_nvidia_smi_present_and_reports_no_gpu(host):
     assert state["driver_state"] in ("no_driver_communication", "nvml_init_failed"), state
 
 
-# ---- Fabric Manager (forced NVSwitch facts on ubuntu2404), persistence daemon, module parameters ----
+# ---- Fabric Manager (forced NVSwitch facts on ubuntu2604-dkms), persistence daemon, module parameters ----
 
 def _version(host, name):
     return host.run("dpkg-query -W -f '${Version}' %s" % name).stdout.strip()
@@ -272,7 +279,7 @@ def test_fabric_manager_at_the_drivers_exact_version_held_and_enabled(host):
         return
     branch = exp["branch"]
     assert installed == ["nvidia-fabricmanager-%s" % branch, "libnvidia-nscq-%s" % branch], installed
-    driver = _version(host, "nvidia-utils-%s" % branch)
+    driver = _version(host, "nvidia-utils-%s%s" % (branch, _line(exp)))
     upstream = driver.split("-")[0]
     for name in installed:
         assert _version(host, name).split("-")[0] == upstream, (name, _version(host, name), driver)

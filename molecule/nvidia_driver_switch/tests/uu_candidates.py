@@ -1,4 +1,4 @@
-"""TEST ONLY (molecule/nvidia_driver_switch, test_unattended_upgrades_*): run on the node, a local apt repository
+"""TEST ONLY (tests/test_unattended_upgrades.py): run on the node, a local apt repository
 with a newer version of every NVIDIA and CUDA package the node has.
 
 Each package of the repository is an empty package of the same name, its version the installed one with

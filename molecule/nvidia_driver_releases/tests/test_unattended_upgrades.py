@@ -1,0 +1,1 @@
+../../nvidia_driver_switch/tests/test_unattended_upgrades.py

@@ -1,0 +1,1 @@
+../../nvidia_driver_switch/tests/uu_candidates.py
