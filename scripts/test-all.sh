@@ -187,7 +187,7 @@ remove_instances() {
 # (the same molecule.yml without the variable): each scenario still runs alone with `molecule test`.
 produced_nodes() {
   case $1 in
-    nvidia_driver) echo "ubuntu2404 ubuntu2404-dkms" ;;
+    nvidia_driver) echo "ubuntu2404 ubuntu2404-dkms ubuntu2604" ;;
     nvidia_driver_debian12) echo "debian12" ;;
   esac
 }

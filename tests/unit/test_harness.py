@@ -7,8 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import glob
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import time
@@ -144,3 +146,33 @@ def test_progress_counts_output_cpu_and_io():
     assert progress.hung(26)
     assert progress.update(27, True, 3.0, 151) == 0         # output
     assert not progress.hung(27)
+
+
+def _harness(function, *args):
+    """A function of scripts/test-all.sh (produced_nodes, producer_of), called on its own."""
+    with open(os.path.join(ROOT, 'scripts', 'test-all.sh'), encoding='utf-8') as handle:
+        text = handle.read()
+    start = text.index('%s() {' % function)
+    body = text[start:text.index('\n}\n', start) + 3]
+    out = subprocess.run(['bash', '-c', body + '\n%s "$@"' % function, 'harness'] + list(args), check=True,
+                         capture_output=True, text=True).stdout
+    return out.split()
+
+
+def test_every_converged_node_a_scenario_starts_from_is_committed_by_its_producer():
+    """A scenario that starts from BAREMETAL_CONVERGED_<NODE> (its molecule.yml) gets that image only when one of its
+    producers (test-all.sh, producer_of) commits that node (produced_nodes) and has a platform of that name."""
+    seen = 0
+    for path in sorted(glob.glob(os.path.join(ROOT, 'molecule', '*', 'molecule.yml'))):
+        scenario = os.path.basename(os.path.dirname(path))
+        with open(path, encoding='utf-8') as handle:
+            wanted = sorted(set(re.findall(r'BAREMETAL_CONVERGED_([A-Z0-9_]+)', handle.read())))
+        producers = _harness('producer_of', scenario)
+        for var in wanted:
+            node = var.lower().replace('_', '-')
+            makers = [p for p in producers if node in _harness('produced_nodes', p)]
+            assert makers, '%s starts from %s, which none of its producers %s commits' % (scenario, node, producers)
+            with open(os.path.join(ROOT, 'molecule', makers[0], 'molecule.yml'), encoding='utf-8') as handle:
+                assert '"${MOLECULE_SCENARIO_NAME}-%s"' % node in handle.read(), (makers[0], node)
+            seen += 1
+    assert seen >= 8, seen

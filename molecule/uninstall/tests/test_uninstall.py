@@ -19,7 +19,7 @@ INVENTORY = os.environ["MOLECULE_INVENTORY_FILE"]
 PROJECT = os.environ.get("MOLECULE_PROJECT_DIRECTORY",
                          os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 SCENARIO = os.environ.get("MOLECULE_SCENARIO_NAME", "uninstall")
-NODES = ["%s-debian12" % SCENARIO, "%s-ubuntu2404" % SCENARIO]
+NODES = ["%s-debian12" % SCENARIO, "%s-ubuntu2404" % SCENARIO, "%s-ubuntu2604" % SCENARIO]
 
 # What the uninstall leaves under /etc on purpose (roles/uninstall/README.md, "What stays").
 KEPT_ALL = [
@@ -36,6 +36,7 @@ KEPT = {
     "%s-debian12" % SCENARIO: [],
     # uninstall_nouveau_blacklist defaults to false: the blacklist stays.
     "%s-ubuntu2404" % SCENARIO: [r"^/etc/modprobe\.d/blacklist-nouveau\.conf$"],
+    "%s-ubuntu2604" % SCENARIO: [r"^/etc/modprobe\.d/blacklist-nouveau\.conf$"],
 }
 
 # System accounts a package's maintainer scripts add and its purge leaves, as Debian does (files may still be owned
@@ -44,6 +45,7 @@ KEPT = {
 KEPT_ACCOUNTS = {
     "%s-debian12" % SCENARIO: ["nvpd"],
     "%s-ubuntu2404" % SCENARIO: [],
+    "%s-ubuntu2604" % SCENARIO: [],
 }
 ACCOUNT_FILES = ("/etc/passwd", "/etc/group", "/etc/shadow", "/etc/gshadow")
 
