@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Keep role docs and argument specs in step with defaults, and the OS support matrix in one place.
 
-    scripts/role-docs.py           rewrite the variables table in every roles/<role>/README.md and the OS
+    scripts/role-docs.py           rewrite the variables table in every roles/<role>/README.md, the one-line
+                                   defaults argument_specs restates from defaults/main.yml, and the OS
                                    support matrix table in README.md
     scripts/role-docs.py --check   fail if any of those drifts (run by `make test`)
 
@@ -313,6 +314,42 @@ def option_errors(where, name, opt):
     return errors
 
 
+SCALAR = (str, int, float, bool)
+
+
+def sync_spec_defaults(role_dir):
+    """Write mode: every `default:` of meta/argument_specs.yml (any entry point) that restates a one-line scalar of
+    defaults/main.yml takes that value, so that a default (a chart pin among them) is edited in one place. Anything
+    else that differs (lists, dicts, block scalars) is left for the check to report."""
+    path = os.path.join(role_dir, "meta", "argument_specs.yml")
+    defaults = load(os.path.join(role_dir, "defaults", "main.yml")) or {}
+    if not defaults or not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as fh:
+        lines = fh.read().split("\n")
+    option, indent, changed = None, 0, False
+    for i, line in enumerate(lines):
+        here = len(line) - len(line.lstrip(" "))
+        if option is not None and line.strip() and here <= indent:
+            option = None
+        key = re.match(r"^( +)([a-z0-9_]+):\s*$", line)
+        if key and key.group(2) in defaults:
+            option, indent = key.group(2), len(key.group(1))
+            continue
+        found = re.match(r"^ {%d}default: (\S.*)$" % (indent + 2), line) if option is not None else None
+        if not found or found.group(1)[:1] in "|>[{&*!":
+            continue
+        want = defaults[option]
+        have = yaml.safe_load(found.group(1))
+        if have != want and isinstance(want, SCALAR) and isinstance(have, SCALAR):
+            text = yaml.safe_dump(want, default_flow_style=True, width=10000).strip()
+            lines[i] = "%sdefault: %s" % (" " * (indent + 2), text[:-4].strip() if text.endswith("\n...") else text)
+            changed = True
+    if changed:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(lines))
+
+
 def check_role(role_dir, write):
     role = os.path.basename(role_dir)
     errors = []
@@ -411,6 +448,8 @@ def main(argv):
     errors = []
     roles = sorted(d for d in glob.glob(os.path.join(ROOT, "roles", "*")) if os.path.isdir(d))
     for role_dir in roles:
+        if write:
+            sync_spec_defaults(role_dir)
         errors.extend(check_role(role_dir, write))
         errors.extend(check_entry_points(role_dir))
     errors.extend(check_tasks_from())
