@@ -108,11 +108,30 @@ MIG_LAYOUTS = {'all-1g.10gb': [{'devices': 'all', 'mig-enabled': True, 'mig-devi
 MIG_REASON = 'the GPUs do not have MIG layout all-1g.10gb (nvidia-mig-parted assert)'
 
 
-def mig_node(tmp_path, cluster, plugin_keeps_off=True):
+# TEST ONLY: modprobe for nvidia_drm. The directory sys-module/nvidia_drm stands for the loaded module (the stand-in
+# nvidia-mig-parted refuses a mode change while it exists, BAREMETAL_TEST_MIG_DRM_DIR); each call is logged; while the
+# file nvidia_drm-busy exists the module is in use, as with a display server on the GPU.
+MODPROBE_STAND_IN = """#!/bin/sh
+echo "$*" >> %(dir)s/modprobe.log
+if [ "$1" = -r ]; then
+  if [ -e %(dir)s/nvidia_drm-busy ]; then echo "modprobe: FATAL: Module nvidia_drm is in use." >&2; exit 1; fi
+  rmdir %(dir)s/sys-module/nvidia_drm 2>/dev/null; exit 0
+fi
+mkdir -p %(dir)s/sys-module/nvidia_drm
+"""
+
+
+def modprobe_calls(tmp_path):
+    log = tmp_path / 'modprobe.log'
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def mig_node(tmp_path, cluster, plugin_keeps_off=True, drm_loaded=False):
     """The real Node, advertising what the layout makes once its device plugin restarted (no device plugin runs here:
     the API double does not change a Node's capacity), its exporter's pod and its device plugin's pod, both holding
     the GPU; the stand-in with its GPU's MIG off. ``plugin_keeps_off`` false: a device plugin of the site's (no pause
-    affinity), which holds nothing here. Returns the variables of the run."""
+    affinity), which holds nothing here. ``drm_loaded``: nvidia_drm loaded on the node (it holds the GPU too). Returns
+    the variables of the run."""
     mig = copy.deepcopy(NORI)
     for part in ('capacity', 'allocatable'):
         mig['status'][part]['nvidia.com/mig-1g.10gb'] = '7'
@@ -132,8 +151,16 @@ def mig_node(tmp_path, cluster, plugin_keeps_off=True):
     parted.chmod(0o755)
     (tmp_path / 'mig-state.json').write_text(json.dumps(
         {'gpus': [{'device_id': '0x233010DE', 'mig_enabled': False, 'devices': {}}]}))
+    (tmp_path / 'sys-module').mkdir()
+    if drm_loaded:
+        (tmp_path / 'sys-module' / 'nvidia_drm').mkdir()
+    modprobe = tmp_path / 'modprobe'
+    modprobe.write_text(MODPROBE_STAND_IN % {'dir': tmp_path})
+    modprobe.chmod(0o755)
     return {'mig_manager_parted': str(parted), 'mig_manager_config_file': str(tmp_path / 'mig' / 'layouts.yaml'),
             '__mig_manager_dropin': str(tmp_path / 'dropin' / 'zz-baremetal-gpu.conf'), 'mig_manager_stop_services': [],
+            '__mig_manager_sys_module': str(tmp_path / 'sys-module'), '__mig_manager_modprobe': str(modprobe),
+            '__mig_manager_drm_marker': str(tmp_path / 'mig-record' / 'nvidia_drm-unloaded'),
             'device_plugin_sharing_profiles': {'mig7': {'sharing': 'mig', 'mig_layout': 'all-1g.10gb',
                                                         'mig_strategy': 'mixed'}},
             'baremetal_gpu_sharing_profile': 'mig7', 'baremetal_gpu_mig_layouts': MIG_LAYOUTS}
@@ -187,7 +214,8 @@ def start(tmp_path, cluster, steps, extra=None, args=()):
                                                                                         'connection_plugins'),
                                              'BAREMETAL_TEST_LOST_DIR': str(tmp_path),
                                              'BAREMETAL_TEST_MIG_STATE': str(tmp_path / 'mig-state.json'),
-                                             'BAREMETAL_TEST_MIG_HELD_FILE': str(tmp_path / 'mig-held')}))
+                                             'BAREMETAL_TEST_MIG_HELD_FILE': str(tmp_path / 'mig-held'),
+                                             'BAREMETAL_TEST_MIG_DRM_DIR': str(tmp_path / 'sys-module' / 'nvidia_drm')}))
 
 
 def node(cluster):
@@ -431,8 +459,8 @@ def test_a_mig_layout_is_made_out_of_service_with_the_exporter_and_device_plugin
     applied with the exporter's and the device plugin's pods off the node (their DaemonSets keep off the pause
     labels; the stand-in refuses the mode change while either runs there), let back after (the DaemonSet controller
     starts a new device plugin pod, which sees the instances), what the layout makes waited for, and the node
-    uncordoned."""
-    variables = mig_node(tmp_path, cluster)
+    uncordoned. nvidia_drm, loaded there (it holds the GPU too), is unloaded for the apply and loaded again."""
+    variables = mig_node(tmp_path, cluster, drm_loaded=True)
     plan = dict(DISRUPTIVE, restart=[], mig=[MIG_REASON], node_name='nori')
     variables['node_maintenance_host_rollout_plan'] = {'nodes': {'gpu-a': plan}}
     res = run(tmp_path, cluster, 'mig', variables)
@@ -454,6 +482,8 @@ def test_a_mig_layout_is_made_out_of_service_with_the_exporter_and_device_plugin
     assert labels[LABEL] == 'done' and node(cluster)['spec'].get('unschedulable') in (None, False)
     assert exporter['label'] not in labels and plugin['label'] not in labels
     assert 'MIG: ' + MIG_REASON in res.stdout
+    assert modprobe_calls(tmp_path) == ['-r nvidia_drm', 'nvidia_drm']
+    assert (tmp_path / 'sys-module' / 'nvidia_drm').is_dir() and not (tmp_path / 'mig-record' / 'nvidia_drm-unloaded').exists()
     # Selected for boot in our drop-in, from our own layouts file.
     dropin = (tmp_path / 'dropin' / 'zz-baremetal-gpu.conf').read_text()
     assert 'Environment="MIG_PARTED_SELECTED_CONFIG=all-1g.10gb"' in dropin
@@ -500,13 +530,17 @@ def test_a_run_killed_after_the_apply_lets_the_pods_back_on_the_next_run(tmp_pat
     """kill -9 of the batch once the layout is on the GPUs, before the pods are let back: the Node is left cordoned
     with both pause labels. The next plan takes the node into a batch again (a stopped run left it out of service),
     although its GPUs have the layout; that batch removes the labels (the DaemonSets start the pods again), waits for
-    what the layout makes and uncordons the node, without applying again."""
-    variables = mig_node(tmp_path, cluster)
+    what the layout makes and uncordons the node, without applying again. nvidia_drm, unloaded for the apply and
+    killed before it was loaded again, is loaded by that batch (the marker the unload left)."""
+    variables = mig_node(tmp_path, cluster, drm_loaded=True)
     plan = dict(DISRUPTIVE, restart=[], mig=[MIG_REASON], node_name='nori')
     variables['node_maintenance_host_rollout_plan'] = {'nodes': {'gpu-a': plan}}
     out = killed_at(start(tmp_path, cluster, 'mig', variables),
-                    'TASK [baremetal.gpu.node_maintenance : ', after='Apply | Apply the layout with nvidia-mig-parted')
+                    'TASK [baremetal.gpu.mig_manager : Apply | Load nvidia_drm again where this role unloaded it',
+                    after='Apply | Apply the layout with nvidia-mig-parted')
     assert 'Apply | Apply the layout with nvidia-mig-parted' in out
+    assert modprobe_calls(tmp_path) == ['-r nvidia_drm'] and not (tmp_path / 'sys-module' / 'nvidia_drm').exists()
+    assert (tmp_path / 'mig-record' / 'nvidia_drm-unloaded').exists()
     exporter, plugin = support().EXPORTER_PAUSE, support().DEVICE_PLUGIN_PAUSE
     labels = node(cluster)['metadata']['labels']
     assert labels.get(exporter['label']) == exporter['value'] and labels.get(plugin['label']) == plugin['value'], labels
@@ -528,6 +562,27 @@ def test_a_run_killed_after_the_apply_lets_the_pods_back_on_the_next_run(tmp_pat
     assert plugin_pods(cluster), cluster.pods
     assert task_results(res.stdout, 'baremetal.gpu.mig_manager : Apply | Apply the layout with nvidia-mig-parted') == [
         'skipping: [gpu-a]'], res.stdout[-3000:]
+    assert modprobe_calls(tmp_path) == ['-r nvidia_drm', 'nvidia_drm']
+    assert (tmp_path / 'sys-module' / 'nvidia_drm').is_dir() and not (tmp_path / 'mig-record' / 'nvidia_drm-unloaded').exists()
+
+
+def test_nvidia_drm_in_use_stops_the_change_before_the_apply(tmp_path, cluster):
+    """nvidia_drm loaded and in use (a display server on the GPU): modprobe -r fails, the layout is not applied, the
+    error names the module and the switch, the module stays loaded and no marker is left; the node stays cordoned
+    (the batch failed) with the pods let back."""
+    variables = mig_node(tmp_path, cluster, drm_loaded=True)
+    (tmp_path / 'nvidia_drm-busy').write_text('')
+    plan = dict(DISRUPTIVE, restart=[], mig=[MIG_REASON], node_name='nori')
+    variables['node_maintenance_host_rollout_plan'] = {'nodes': {'gpu-a': plan}}
+    res = run(tmp_path, cluster, 'mig', variables)
+    assert re.search(r'gpu-a +: .* rescued=1', res.stdout), res.stdout[-3000:]
+    assert 'nvidia_drm cannot be unloaded for the MIG change (modprobe: FATAL: Module nvidia_drm is in use.)' in res.stdout
+    assert 'set mig_manager_unload_nvidia_drm to false' in res.stdout
+    assert json.loads((tmp_path / 'mig-state.json').read_text())['gpus'][0]['mig_enabled'] is False
+    assert (tmp_path / 'sys-module' / 'nvidia_drm').is_dir() and not (tmp_path / 'mig-record' / 'nvidia_drm-unloaded').exists()
+    labels = node(cluster)['metadata']['labels']
+    assert support().DEVICE_PLUGIN_PAUSE['label'] not in labels and support().EXPORTER_PAUSE['label'] not in labels
+    assert node(cluster)['spec']['unschedulable'] is True and labels[LABEL] == 'failed', labels
 
 
 def test_a_node_of_a_cluster_outside_a_batch_never_gets_its_mig_layout(tmp_path, cluster):

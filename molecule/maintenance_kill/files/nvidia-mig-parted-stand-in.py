@@ -6,7 +6,7 @@ the mig_manager role depends on it (cmd/nvidia-mig-parted/assert and apply of NV
       order, a later entry winning for the GPUs it selects) say; else "assertion failure: selected configuration not
       currently applied", exit 1; an unknown layout or an unreadable file: another error, exit 1
   apply --config-file FILE --selected-config NAME      a MIG mode change is refused while a client holds the GPU (here
-      the test unit baremetal-test-gpu-holder), as the driver refuses the reset; the mode is written first, the
+      the test unit baremetal-test-gpu-holder, or a loaded nvidia_drm), as the driver refuses the reset; the mode is written first, the
       instances after (a kill in between leaves MIG on without the instances, as on a real GPU); each apply is
       logged in /var/tmp/mig-applies.log; while /var/tmp/mig-apply-hang exists it hangs after the mode change"""
 import json
@@ -21,6 +21,9 @@ import yaml
 # environment names a file instead (tests/integration, no systemd there), while that file exists.
 STATE = os.environ.get('BAREMETAL_TEST_MIG_STATE', '/var/lib/baremetal-test-mig/state.json')
 HELD_FILE = os.environ.get('BAREMETAL_TEST_MIG_HELD_FILE', '')
+# A loaded nvidia_drm holds the GPU too: where the environment names the directory that stands for it (the test's
+# /sys/module/nvidia_drm), while that directory exists.
+DRM_DIR = os.environ.get('BAREMETAL_TEST_MIG_DRM_DIR', '')
 
 
 def fail(message):
@@ -97,6 +100,8 @@ def main():
 
 
 def held():
+    if DRM_DIR and os.path.isdir(DRM_DIR):
+        return True
     if HELD_FILE:
         return os.path.exists(HELD_FILE)
     return subprocess.run(['systemctl', 'is-active', '--quiet', 'baremetal-test-gpu-holder'], check=False).returncode == 0
