@@ -191,7 +191,7 @@ PROCESS_INFO = ('<processes>\n\t\t\t<process_info>\n\t\t\t\t<gpu_instance_id>N/A
 
 
 def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100, lost_on_reset=False, hang_on_reset=False,
-             held_first_read=False, held_while=None):
+             held_first_read=False, held_while=None, drm_dir=None):
     """TEST ONLY. A stand-in nvidia-smi for ``host`` (written into ``tmp_path``) that prints a real capture (the
     H100's by default), changed to a pending row remap (the T4's: a pending page retirement) unless ``healthy``.
     ``nvidia-smi -r -i N`` is logged in <host>.resets; afterwards the unchanged capture is printed when
@@ -199,8 +199,8 @@ def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100, lost_on_r
     connection_plugins/ makes it unreachable from then on). With ``hang_on_reset`` the reset never returns (it
     sleeps, as a reset stuck in the driver does). With ``held_first_read`` its first reading lists a process on the
     GPU (a pod's, which a drain ends), the later ones none. While the file ``held_while`` exists (the API double's
-    watch_pods: a pod that holds the GPU runs on the node), a reset is refused as nvidia-smi refuses it. Returns its
-    path."""
+    watch_pods: a pod that holds the GPU runs on the node), a reset is refused as nvidia-smi refuses it; so it is while
+    the directory ``drm_dir`` exists (a loaded nvidia_drm: modprobe_stand_in). Returns its path."""
     with open(capture, encoding='utf-8') as handle:
         well = handle.read()
     if capture == H100:
@@ -225,10 +225,42 @@ def stand_in(tmp_path, host, healthy, reset_helps=False, capture=H100, lost_on_r
                     'if [ -e %(b)s.resets ] && [ %(helps)s = yes ]; then cat %(b)s-well.xml; else cat %(b)s.xml; fi\n'
                     % {'b': base, 'helps': 'yes' if reset_helps else 'no', 'lose': ('touch %s.lost; ' % base) if lost_on_reset else '',
                        'hang': 'exec sleep 300; ' if hang_on_reset else '', 'held': held,
-                       'busy': ('if [ "$1" = -r ] && [ -e %s ]; then echo "GPU 00000000:18:00.0 is currently in use by another '
-                                'process." >&2; exit 255; fi\n' % held_while) if held_while else ''})
+                       'busy': ''.join('if [ "$1" = -r ] && [ -e %s ]; then echo "GPU 00000000:18:00.0 is currently in use by '
+                                       'another process." >&2; exit 255; fi\n' % path for path in (held_while, drm_dir) if path)})
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path)
+
+
+# TEST ONLY: modprobe for nvidia_drm (host_common's nvidia_drm, through its seams __host_common_modprobe and
+# __host_common_sys_module). The directory sys-module/nvidia_drm stands for the loaded module: the stand-in
+# nvidia-mig-parted (BAREMETAL_TEST_MIG_DRM_DIR) and the stand-in nvidia-smi (``drm_dir``) refuse a reset while it exists.
+# Each call is logged in modprobe.log; while the file nvidia_drm-busy exists the module is in use, as with a display
+# server on the GPU, and modprobe -r fails as the real one does.
+MODPROBE_STAND_IN = """#!/bin/sh
+echo "$*" >> %(dir)s/modprobe.log
+if [ "$1" = -r ]; then
+  if [ -e %(dir)s/nvidia_drm-busy ]; then echo "modprobe: FATAL: Module nvidia_drm is in use." >&2; exit 1; fi
+  rmdir %(dir)s/sys-module/nvidia_drm 2>/dev/null; exit 0
+fi
+mkdir -p %(dir)s/sys-module/nvidia_drm
+"""
+
+
+def modprobe_stand_in(tmp_path, loaded):
+    """Writes the stand-in modprobe into ``tmp_path``, with nvidia_drm loaded or not; returns the seams' variables."""
+    (tmp_path / 'sys-module').mkdir(exist_ok=True)
+    if loaded:
+        (tmp_path / 'sys-module' / 'nvidia_drm').mkdir()
+    modprobe = tmp_path / 'modprobe'
+    modprobe.write_text(MODPROBE_STAND_IN % {'dir': tmp_path})
+    modprobe.chmod(0o755)
+    return {'__host_common_sys_module': str(tmp_path / 'sys-module'), '__host_common_modprobe': str(modprobe)}
+
+
+def modprobe_calls(tmp_path):
+    """The stand-in modprobe's calls, in order."""
+    log = tmp_path / 'modprobe.log'
+    return log.read_text().splitlines() if log.exists() else []
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ import time
 
 import yaml
 
-from conftest import (H100, ROOT, T4, ansible_env, device_plugin_pod, exporter_pod, killed_at, pod, real_node, stand_in,
-                      support)
+from conftest import (H100, ROOT, T4, ansible_env, device_plugin_pod, exporter_pod, killed_at, modprobe_calls,
+                      modprobe_stand_in, pod, real_node, stand_in, support)
 
 TAINT = 'baremetal.gpu/gpu-unhealthy'
 LABEL = 'baremetal.gpu/gpu-health'
@@ -82,6 +82,15 @@ def two_nodes_and_an_exporter(tmp_path, cluster):
     cluster.watch_pods('n-gpu-a', pause['selector'], held)
     cluster.watch_pods('n-gpu-a', support().DEVICE_PLUGIN_PAUSE['selector'], held)
     return pause, held
+
+
+def nvidia_drm_loaded(tmp_path):
+    """nvidia_drm loaded on the nodes (the stand-in modprobe's directory; the stand-in nvidia-smi refuses a reset while
+    it exists): returns the arguments of a run (the seams, and the role's marker under ``tmp_path``) and the
+    stand-in's keyword argument."""
+    seams = dict(modprobe_stand_in(tmp_path, True), __gpu_health_drm_marker=str(tmp_path / 'record' / 'nvidia_drm-unloaded'))
+    (tmp_path / 'drm.yml').write_text(yaml.safe_dump(seams))
+    return ['-e', '@' + str(tmp_path / 'drm.yml')], {'drm_dir': str(tmp_path / 'sys-module' / 'nvidia_drm')}
 
 
 def node_writes(cluster):
@@ -228,19 +237,25 @@ def unschedulable_writes(cluster, name):
 
 def test_remediate_resets_the_gpu_out_of_service_and_puts_the_node_back(tmp_path, cluster):
     # The node's dcgm-exporter pod holds its GPU (the stand-in refuses a reset while it runs there), and the drain
-    # leaves a DaemonSet's pod: the reset must take it off first.
+    # leaves a DaemonSet's pod: the reset must take it off first. So does nvidia_drm, which must be unloaded.
     pause, held = two_nodes_and_an_exporter(tmp_path, cluster)
+    # nvidia_drm is loaded there and holds the GPU too (the stand-in refuses a reset while it is).
+    drm_args, drm = nvidia_drm_loaded(tmp_path)
     # Check mode: says what it would do; no reset, no Node stored, no lock.
     rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '--check', '-e', 'gpu_health_action=remediate',
-                  reset_helps=True, held_while=held)
+                  *drm_args, reset_helps=True, held_while=held, **drm)
     assert rc == 0, out[-5000:]
     assert 'CHECK MODE: gpu-a would get a reset gpu' in out.replace('\n', ' '), out[-3000:]
     assert not (tmp_path / 'gpu-a.resets').exists() and not node_writes(cluster) and not cluster.leases
     assert sorted(p['metadata']['name'] for p in cluster.pods.values()) == [
         'nvidia-dcgm-exporter-7x2kq', 'nvidia-device-plugin-x7k2p']
+    assert modprobe_calls(tmp_path) == []
     rc, out = run(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '-e', 'gpu_health_action=remediate',
-                  reset_helps=True, held_while=held)
+                  *drm_args, reset_helps=True, held_while=held, **drm)
     assert rc == 0, out[-5000:]
+    # nvidia_drm unloaded for the reset (on gpu-a only: both hosts are this machine, one module) and loaded again.
+    assert modprobe_calls(tmp_path) == ['-r nvidia_drm', 'nvidia_drm']
+    assert (tmp_path / 'sys-module' / 'nvidia_drm').is_dir() and not (tmp_path / 'record' / 'nvidia_drm-unloaded').exists()
     # The GPU no process holds was reset, once, on the unhealthy node only (the exporter's and the device plugin's
     # pods were off then: the stand-in refuses a reset while either runs).
     assert (tmp_path / 'gpu-a.resets').read_text().split() == ['-r', '-i', '0']
@@ -334,13 +349,17 @@ def test_a_run_killed_at_the_gpu_reset_is_finished_by_the_next_one(tmp_path, clu
     label), its GPU services stopped, the lock held. The GPU reads healthy afterwards (as when the killed reset went
     through). The next run takes the expired lock over, plans again under it, resumes the node (its Node label says
     upgrading), lets the exporter back although it resets nothing, and puts the node back in service as it was
-    before the killed run: nothing left cordoned or labelled, the lock released."""
+    before the killed run: nothing left cordoned or labelled, the lock released. nvidia_drm, unloaded for the killed
+    reset, is loaded again by that run (the role's marker)."""
     pause, held = two_nodes_and_an_exporter(tmp_path, cluster)
+    drm_args, drm = nvidia_drm_loaded(tmp_path)
     # A lease just longer than the waits of one batch (30 s here), so that the next run can take it over.
     proc = start(tmp_path, cluster, {'gpu-a': False, 'gpu-b': True}, '-e', 'gpu_health_action=remediate',
-                 '-e', 'node_maintenance_lock_lease_duration=31', reset_helps=True, held_while=held)
+                 '-e', 'node_maintenance_lock_lease_duration=31', *drm_args, reset_helps=True, held_while=held, **drm)
     out = killed_at(proc, 'TASK [baremetal.gpu.gpu_health : Remediate | Reset the GPUs no process holds',
                     'exporter_pause.yml for gpu-a')
+    # nvidia_drm was unloaded for the reset, with the role's marker left on the node.
+    assert modprobe_calls(tmp_path) == ['-r nvidia_drm'] and (tmp_path / 'record' / 'nvidia_drm-unloaded').exists()
     node = cluster.nodes['n-gpu-a']
     assert node['spec'].get('unschedulable') is True and node['metadata']['labels'][REMEDIATION] == 'upgrading', out[-3000:]
     assert node['metadata']['labels'][pause['label']] == pause['value'] and not os.path.exists(held)
@@ -348,9 +367,12 @@ def test_a_run_killed_at_the_gpu_reset_is_finished_by_the_next_one(tmp_path, clu
     assert node['metadata']['labels'][plugin['label']] == plugin['value']
     assert lease_holder(cluster)
     rc, out = run(tmp_path, cluster, {'gpu-a': True, 'gpu-b': True}, '-e', 'gpu_health_action=remediate',
-                  '-e', 'node_maintenance_lock_timeout=90', held_while=held)
+                  '-e', 'node_maintenance_lock_timeout=90', *drm_args, held_while=held, **drm)
     assert rc == 0, out[-5000:]
     assert 'expired' in out, out[-3000:]
+    # The next run loaded it again, although it reset nothing.
+    assert modprobe_calls(tmp_path) == ['-r nvidia_drm', 'nvidia_drm']
+    assert (tmp_path / 'sys-module' / 'nvidia_drm').is_dir() and not (tmp_path / 'record' / 'nvidia_drm-unloaded').exists()
     node = cluster.nodes['n-gpu-a']
     assert not node['spec'].get('unschedulable'), node['spec']
     assert node['metadata']['labels'][REMEDIATION] == 'done'

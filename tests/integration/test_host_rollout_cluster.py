@@ -15,8 +15,8 @@ import sys
 
 import yaml
 
-from conftest import (ROOT, ansible_env, cluster_play, device_plugin_pod, exporter_pod, killed_at, pod, real_node, stand_in,
-                      support)
+from conftest import (ROOT, ansible_env, cluster_play, device_plugin_pod, exporter_pod, killed_at, modprobe_calls,
+                      modprobe_stand_in, pod, real_node, stand_in, support)
 
 NORI = real_node()
 LABEL = 'baremetal.gpu/host-rollout'
@@ -108,24 +108,6 @@ MIG_LAYOUTS = {'all-1g.10gb': [{'devices': 'all', 'mig-enabled': True, 'mig-devi
 MIG_REASON = 'the GPUs do not have MIG layout all-1g.10gb (nvidia-mig-parted assert)'
 
 
-# TEST ONLY: modprobe for nvidia_drm. The directory sys-module/nvidia_drm stands for the loaded module (the stand-in
-# nvidia-mig-parted refuses a mode change while it exists, BAREMETAL_TEST_MIG_DRM_DIR); each call is logged; while the
-# file nvidia_drm-busy exists the module is in use, as with a display server on the GPU.
-MODPROBE_STAND_IN = """#!/bin/sh
-echo "$*" >> %(dir)s/modprobe.log
-if [ "$1" = -r ]; then
-  if [ -e %(dir)s/nvidia_drm-busy ]; then echo "modprobe: FATAL: Module nvidia_drm is in use." >&2; exit 1; fi
-  rmdir %(dir)s/sys-module/nvidia_drm 2>/dev/null; exit 0
-fi
-mkdir -p %(dir)s/sys-module/nvidia_drm
-"""
-
-
-def modprobe_calls(tmp_path):
-    log = tmp_path / 'modprobe.log'
-    return log.read_text().splitlines() if log.exists() else []
-
-
 def mig_node(tmp_path, cluster, plugin_keeps_off=True, drm_loaded=False):
     """The real Node, advertising what the layout makes once its device plugin restarted (no device plugin runs here:
     the API double does not change a Node's capacity), its exporter's pod and its device plugin's pod, both holding
@@ -151,19 +133,14 @@ def mig_node(tmp_path, cluster, plugin_keeps_off=True, drm_loaded=False):
     parted.chmod(0o755)
     (tmp_path / 'mig-state.json').write_text(json.dumps(
         {'gpus': [{'device_id': '0x233010DE', 'mig_enabled': False, 'devices': {}}]}))
-    (tmp_path / 'sys-module').mkdir()
-    if drm_loaded:
-        (tmp_path / 'sys-module' / 'nvidia_drm').mkdir()
-    modprobe = tmp_path / 'modprobe'
-    modprobe.write_text(MODPROBE_STAND_IN % {'dir': tmp_path})
-    modprobe.chmod(0o755)
-    return {'mig_manager_parted': str(parted), 'mig_manager_config_file': str(tmp_path / 'mig' / 'layouts.yaml'),
-            '__mig_manager_dropin': str(tmp_path / 'dropin' / 'zz-baremetal-gpu.conf'), 'mig_manager_stop_services': [],
-            '__mig_manager_sys_module': str(tmp_path / 'sys-module'), '__mig_manager_modprobe': str(modprobe),
-            '__mig_manager_drm_marker': str(tmp_path / 'mig-record' / 'nvidia_drm-unloaded'),
-            'device_plugin_sharing_profiles': {'mig7': {'sharing': 'mig', 'mig_layout': 'all-1g.10gb',
-                                                        'mig_strategy': 'mixed'}},
-            'baremetal_gpu_sharing_profile': 'mig7', 'baremetal_gpu_mig_layouts': MIG_LAYOUTS}
+    variables = modprobe_stand_in(tmp_path, drm_loaded)
+    variables.update({'mig_manager_parted': str(parted), 'mig_manager_config_file': str(tmp_path / 'mig' / 'layouts.yaml'),
+                      '__mig_manager_dropin': str(tmp_path / 'dropin' / 'zz-baremetal-gpu.conf'), 'mig_manager_stop_services': [],
+                      '__mig_manager_drm_marker': str(tmp_path / 'mig-record' / 'nvidia_drm-unloaded'),
+                      'device_plugin_sharing_profiles': {'mig7': {'sharing': 'mig', 'mig_layout': 'all-1g.10gb',
+                                                                  'mig_strategy': 'mixed'}},
+                      'baremetal_gpu_sharing_profile': 'mig7', 'baremetal_gpu_mig_layouts': MIG_LAYOUTS})
+    return variables
 
 
 def unreachable_tasks(out, host):
@@ -536,7 +513,7 @@ def test_a_run_killed_after_the_apply_lets_the_pods_back_on_the_next_run(tmp_pat
     plan = dict(DISRUPTIVE, restart=[], mig=[MIG_REASON], node_name='nori')
     variables['node_maintenance_host_rollout_plan'] = {'nodes': {'gpu-a': plan}}
     out = killed_at(start(tmp_path, cluster, 'mig', variables),
-                    'TASK [baremetal.gpu.mig_manager : Apply | Load nvidia_drm again where this role unloaded it',
+                    'TASK [Apply | Load nvidia_drm again where this role unloaded it',
                     after='Apply | Apply the layout with nvidia-mig-parted')
     assert 'Apply | Apply the layout with nvidia-mig-parted' in out
     assert modprobe_calls(tmp_path) == ['-r nvidia_drm'] and not (tmp_path / 'sys-module' / 'nvidia_drm').exists()
