@@ -602,3 +602,29 @@ def test_the_plan_refuses_a_mig_layout_without_nvidia_mig_parted_or_a_package(tm
     assert ('its sharing profile asks for MIG layout all-1g.10gb, and %s is not installed: set mig_manager_package'
             % (tmp_path / 'absent')) in res.stdout, res.stdout[-3000:]
     assert [c for c in cluster.calls() if not c.startswith('GET ')] == []
+
+
+def test_the_uninstall_loads_nvidia_drm_that_a_stopped_mig_change_left_unloaded(tmp_path):
+    """mig_manager's uninstall removes its record directory, where a MIG change killed after the unload left the
+    nvidia_drm marker: it loads the module first (the driver is still there), and a second run changes nothing."""
+    seams = modprobe_stand_in(tmp_path, False)
+    marker = tmp_path / 'mig-record' / 'nvidia_drm-unloaded'
+    marker.parent.mkdir()
+    marker.write_text('')
+    variables = dict(seams, mig_manager_config_file=str(tmp_path / 'mig' / 'layouts.yaml'),
+                     __mig_manager_dropin=str(tmp_path / 'dropin' / 'zz-baremetal-gpu.conf'),
+                     __mig_manager_record=str(tmp_path / 'mig-record' / 'installed.json'),
+                     __mig_manager_cache=str(tmp_path / 'mig-cache'), __mig_manager_drm_marker=str(marker))
+    (tmp_path / 'vars.yml').write_text(yaml.safe_dump(variables))
+    include = {'name': 'baremetal.gpu.mig_manager', 'tasks_from': 'uninstall'}
+    (tmp_path / 'play.yml').write_text(yaml.safe_dump([{
+        'name': 'mig_manager uninstall', 'hosts': 'localhost', 'gather_facts': False,
+        'tasks': [{'name': 'Uninstall', 'ansible.builtin.include_role': include}]}]))
+    for expected in (['nvidia_drm'], ['nvidia_drm']):
+        res = subprocess.run(['ansible-playbook', '-i', 'localhost,', '-c', 'local', str(tmp_path / 'play.yml'),
+                              '-e', '@' + str(tmp_path / 'vars.yml')], capture_output=True, text=True,
+                             env=ansible_env({}), timeout=300, check=False)
+        assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+        assert modprobe_calls(tmp_path) == expected
+    assert (tmp_path / 'sys-module' / 'nvidia_drm').is_dir() and not marker.exists()
+    assert 'changed=0' in res.stdout.split('PLAY RECAP')[-1], res.stdout[-2000:]
