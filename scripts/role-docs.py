@@ -268,13 +268,16 @@ def load(path):
         return yaml.safe_load(fh)
 
 
+def flow_yaml(value):
+    """``value`` as one line of YAML in flow style, without the document end marker a scalar gets."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=10000).strip()
+    return text[:-4].strip() if text.endswith("\n...") else text
+
+
 def fmt_default(value):
     if value is None:
         return ""
-    text = yaml.safe_dump(value, default_flow_style=True, width=10000).strip()
-    if text.endswith("\n..."):
-        text = text[:-4]
-    text = text.replace("\n...", "").replace("|", "\\|")
+    text = flow_yaml(value).replace("\n...", "").replace("|", "\\|")
     if len(text) > 80:
         text = text[:77] + "..."
     return "`%s`" % text
@@ -342,8 +345,7 @@ def sync_spec_defaults(role_dir):
         want = defaults[option]
         have = yaml.safe_load(found.group(1))
         if have != want and isinstance(want, SCALAR) and isinstance(have, SCALAR):
-            text = yaml.safe_dump(want, default_flow_style=True, width=10000).strip()
-            lines[i] = "%sdefault: %s" % (" " * (indent + 2), text[:-4].strip() if text.endswith("\n...") else text)
+            lines[i] = "%sdefault: %s" % (" " * (indent + 2), flow_yaml(want))
             changed = True
     if changed:
         with open(path, "w", encoding="utf-8") as fh:
