@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, baremetal.gpu maintainers
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the MIG layouts (plugins/module_utils/mig.py): a node's layout, what nvidia-mig-parted's assert said,
-what the device plugin advertises once a layout is applied; documented in the .yml files beside."""
+what the device plugin advertises once a layout is applied, the mode changes that wait for a boot; documented in the
+.yml files beside."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -34,6 +35,10 @@ def mig_assert_reasons(result, layout, parted='nvidia-mig-parted'):
         raise AnsibleFilterError('baremetal.gpu.mig_assert_reasons: %s' % exc)
 
 
+def mig_pending_modes(gpus):
+    return mig.pending_modes(gpus)
+
+
 class FilterModule(object):
 
     def filters(self):
@@ -41,4 +46,5 @@ class FilterModule(object):
             'mig_assert_reasons': mig_assert_reasons,
             'mig_node_capacity': mig_node_capacity,
             'mig_node_layout': mig_node_layout,
+            'mig_pending_modes': mig_pending_modes,
         }

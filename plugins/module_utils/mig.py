@@ -351,3 +351,20 @@ def assert_reasons(result, layout, parted='nvidia-mig-parted'):
     lines = [line.strip() for line in said.splitlines() if line.strip()]
     raise ValueError('%s assert could not read the GPUs or the layouts (rc %s): %s' % (
         parted, result['rc'], ' / '.join(lines[-3:]) if lines else 'no output'))
+
+
+MIG_MODES = ('Enabled', 'Disabled')
+
+
+def pending_modes(gpus):
+    """The MIG mode changes that wait for the GPUs' next reset or boot, from the GPUs the baremetal.gpu.nvidia_smi
+    module read (``nvidia-smi -q -x``: <mig_mode><current_mig> and <pending_mig>): one line per GPU whose pending mode
+    is not its current one, as after a mode change nvidia-mig-parted set but could not reset the GPU for (apply.go:
+    the mode set, then "error resetting all GPUs"). A GPU without MIG (N/A, or no <mig_mode>) has none."""
+    out = []
+    for gpu in gpus or []:
+        current, pending = gpu.get('mig_mode'), gpu.get('mig_mode_pending')
+        if current in MIG_MODES and pending in MIG_MODES and current != pending:
+            out.append('GPU %s (%s): MIG mode %s pending, %s now' % (
+                gpu.get('index'), gpu.get('pci_bus_id') or 'no PCI address', pending, current))
+    return out

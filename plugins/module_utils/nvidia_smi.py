@@ -229,6 +229,7 @@ def _parse_gpu(index, gpu):
         'memory_total_mib': parse_mib(_text(gpu, 'fb_memory_usage/total')),
         'persistence_mode': _text(gpu, 'persistence_mode'),
         'mig_mode': _text(gpu, 'mig_mode/current_mig'),
+        'mig_mode_pending': _text(gpu, 'mig_mode/pending_mig'),
         'ecc_mode': _text(gpu, 'ecc_mode/current_ecc'),
         'compute_mode': _text(gpu, 'compute_mode'),
         'virtualization_mode': _text(gpu, 'gpu_virtualization_mode/virtualization_mode'),

@@ -277,6 +277,12 @@ gpus:
     mig_mode:
       description: Current MIG mode, V(Enabled) or V(Disabled); V(null) on GPUs without MIG.
       type: str
+    mig_mode_pending:
+      description:
+        - The MIG mode the GPU takes at its next reset or boot, V(Enabled) or V(Disabled); V(null) on GPUs without MIG.
+        - It differs from RV(gpus[].mig_mode) after a mode change the GPU could not be reset for.
+      type: str
+      version_added: 0.4.0
     ecc_mode:
       description: Current ECC mode.
       type: str
@@ -313,6 +319,7 @@ gpus:
       memory_total_mib: 81920
       persistence_mode: Disabled
       mig_mode: Enabled
+      mig_mode_pending: Enabled
       ecc_mode: Enabled
       compute_mode: Default
       virtualization_mode: None

@@ -15,7 +15,7 @@ import sys
 
 import yaml
 
-from conftest import (ROOT, ansible_env, cluster_play, device_plugin_pod, exporter_pod, killed_at, modprobe_calls,
+from conftest import (H100, ROOT, ansible_env, cluster_play, device_plugin_pod, exporter_pod, killed_at, modprobe_calls,
                       modprobe_stand_in, pod, real_node, stand_in, support)
 
 NORI = real_node()
@@ -192,7 +192,9 @@ def start(tmp_path, cluster, steps, extra=None, args=()):
                                              'BAREMETAL_TEST_LOST_DIR': str(tmp_path),
                                              'BAREMETAL_TEST_MIG_STATE': str(tmp_path / 'mig-state.json'),
                                              'BAREMETAL_TEST_MIG_HELD_FILE': str(tmp_path / 'mig-held'),
-                                             'BAREMETAL_TEST_MIG_DRM_DIR': str(tmp_path / 'sys-module' / 'nvidia_drm')}))
+                                             'BAREMETAL_TEST_MIG_DRM_DIR': str(tmp_path / 'sys-module' / 'nvidia_drm'),
+                                             'BAREMETAL_TEST_MIG_NO_RESET': str(tmp_path / 'mig-no-reset'),
+                                             'BAREMETAL_TEST_MIG_SMI_XML': H100}))
 
 
 def node(cluster):
@@ -560,6 +562,55 @@ def test_nvidia_drm_in_use_stops_the_change_before_the_apply(tmp_path, cluster):
     labels = node(cluster)['metadata']['labels']
     assert support().DEVICE_PLUGIN_PAUSE['label'] not in labels and support().EXPORTER_PAUSE['label'] not in labels
     assert node(cluster)['spec']['unschedulable'] is True and labels[LABEL] == 'failed', labels
+
+
+def gpus_cannot_reset(tmp_path, variables):
+    """The node's GPUs cannot be reset (a GPU passed through to a VM): the stand-in sets a mode change pending and fails
+    as nvidia-mig-parted does after its reset failed; the stand-in again, as nvidia-smi, prints the real H100 capture
+    with the GPU's current and pending MIG mode. Returns the run's variables."""
+    (tmp_path / 'mig-no-reset').write_text('')
+    smi = tmp_path / 'nvidia-smi'
+    smi.write_text((tmp_path / 'nvidia-mig-parted').read_text())
+    smi.chmod(0o755)
+    plan = dict(DISRUPTIVE, restart=[], mig=[MIG_REASON], node_name='nori')
+    return dict(variables, mig_manager_nvidia_smi=str(smi), node_maintenance_host_rollout_plan={'nodes': {'gpu-a': plan}})
+
+
+PENDING = 'GPU 0 (00000000:00:06.0): MIG mode Enabled pending, Disabled now'
+REBOOT_TASK = 'baremetal.gpu.mig_manager : Apply | Reboot the node for the MIG mode change'
+
+
+def test_a_mig_mode_change_the_gpus_cannot_be_reset_for_waits_for_a_reboot_out_of_service(tmp_path, cluster):
+    """Where the GPUs cannot be reset, the mode change waits for a boot. mig_manager_reboot false (the default): no
+    reboot, the run fails naming the pending GPU and the variable, and the node stays cordoned and labelled failed,
+    with what holds the GPUs given back (the pods let back, nvidia_drm loaded again)."""
+    variables = gpus_cannot_reset(tmp_path, mig_node(tmp_path, cluster, drm_loaded=True))
+    res = run(tmp_path, cluster, 'mig', variables)
+    assert re.search(r'gpu-a +: .* rescued=1', res.stdout), res.stdout[-3000:]
+    assert 'error resetting all GPUs' in res.stdout, res.stdout[-3000:]
+    assert ('The GPUs could not be reset, so the MIG mode change waits for a boot (%s): set mig_manager_reboot to true'
+            % PENDING) in res.stdout, res.stdout[-3000:]
+    state = json.loads((tmp_path / 'mig-state.json').read_text())['gpus'][0]
+    assert state['mig_enabled'] is False and state['mig_pending'] is True
+    assert task_results(res.stdout, REBOOT_TASK) == ['skipping: [gpu-a]']
+    labels = node(cluster)['metadata']['labels']
+    assert node(cluster)['spec']['unschedulable'] is True and labels[LABEL] == 'failed', labels
+    assert support().DEVICE_PLUGIN_PAUSE['label'] not in labels and support().EXPORTER_PAUSE['label'] not in labels
+    assert modprobe_calls(tmp_path) == ['-r nvidia_drm', 'nvidia_drm']
+
+
+def test_mig_manager_reboot_never_reboots_the_machine_running_ansible(tmp_path, cluster):
+    """mig_manager_reboot true: the reboot the pending mode change needs is refused on the machine running Ansible (here
+    every node is, connection local; a container is refused the same way) before it is tried, naming the GPU; the node
+    stays out of service. A real reboot cannot run here: no test of this project reboots a node."""
+    variables = gpus_cannot_reset(tmp_path, mig_node(tmp_path, cluster))
+    res = run(tmp_path, cluster, 'mig', dict(variables, mig_manager_reboot=True))
+    assert re.search(r'gpu-a +: .* rescued=1', res.stdout), res.stdout[-3000:]
+    assert ('the MIG mode change of layout all-1g.10gb waits for a boot (%s), and it is a container or the machine '
+            'running Ansible: not rebooted' % PENDING) in res.stdout, res.stdout[-3000:]
+    # The guard failed the block: the reboot task never ran (no result at all), where the run above skipped it.
+    assert 'TASK [%s' % REBOOT_TASK not in res.stdout
+    assert node(cluster)['spec']['unschedulable'] is True and node(cluster)['metadata']['labels'][LABEL] == 'failed'
 
 
 def test_a_node_of_a_cluster_outside_a_batch_never_gets_its_mig_layout(tmp_path, cluster):

@@ -8,9 +8,15 @@ the mig_manager role depends on it (cmd/nvidia-mig-parted/assert and apply of NV
   apply --config-file FILE --selected-config NAME      a MIG mode change is refused while a client holds the GPU (here
       the test unit baremetal-test-gpu-holder, or a loaded nvidia_drm), as the driver refuses the reset; the mode is written first, the
       instances after (a kill in between leaves MIG on without the instances, as on a real GPU); each apply is
-      logged in /var/tmp/mig-applies.log; while /var/tmp/mig-apply-hang exists it hangs after the mode change"""
+      logged in /var/tmp/mig-applies.log; while /var/tmp/mig-apply-hang exists it hangs after the mode change; while
+      the file BAREMETAL_TEST_MIG_NO_RESET names exists the GPUs cannot be reset (a GPU passed through to a VM): the
+      mode is set pending, and the apply fails as the real one does after its reset failed ("error resetting all
+      GPUs"), the GPUs keeping their current mode until a boot
+Run as nvidia-smi (a copy named so; tests/integration only): -q -x prints the real capture BAREMETAL_TEST_MIG_SMI_XML
+names with its first GPU's current and pending MIG mode from the state."""
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -24,6 +30,8 @@ HELD_FILE = os.environ.get('BAREMETAL_TEST_MIG_HELD_FILE', '')
 # A loaded nvidia_drm holds the GPU too: where the environment names the directory that stands for it (the test's
 # /sys/module/nvidia_drm), while that directory exists.
 DRM_DIR = os.environ.get('BAREMETAL_TEST_MIG_DRM_DIR', '')
+# While this file exists, a reset of the GPUs fails (a GPU passed through to a VM): a mode change waits for a boot.
+NO_RESET = os.environ.get('BAREMETAL_TEST_MIG_NO_RESET', '')
 
 
 def fail(message):
@@ -65,7 +73,26 @@ def wanted(options, gpus):
     return out
 
 
+def nvidia_smi():
+    """-q -x: the real capture, its first GPU's <current_mig> and <pending_mig> from the state."""
+    if sys.argv[1:] != ['-q', '-x']:
+        fail('stand-in nvidia-smi: only -q -x')
+    with open(STATE, encoding='utf-8') as handle:
+        gpu = json.load(handle)['gpus'][0]
+    with open(os.environ['BAREMETAL_TEST_MIG_SMI_XML'], encoding='utf-8') as handle:
+        xml = handle.read()
+    mode = {True: 'Enabled', False: 'Disabled'}
+    current = mode[gpu['mig_enabled']]
+    xml = re.sub(r'<current_mig>[^<]*</current_mig>', '<current_mig>%s</current_mig>' % current, xml, count=1)
+    xml = re.sub(r'<pending_mig>[^<]*</pending_mig>', '<pending_mig>%s</pending_mig>'
+                 % mode[gpu.get('mig_pending', gpu['mig_enabled'])], xml, count=1)
+    sys.stdout.write(xml)
+
+
 def main():
+    if os.path.basename(sys.argv[0]) == 'nvidia-smi':
+        nvidia_smi()
+        return
     command = sys.argv[1] if len(sys.argv) > 1 else ''
     options = args()
     with open(STATE, encoding='utf-8') as handle:
@@ -84,6 +111,12 @@ def main():
     if any(w['mig_enabled'] != g['mig_enabled'] for w, g in zip(want, state['gpus'])):
         if held():
             fail('error setting MIG mode: In use by another client')
+        if NO_RESET and os.path.exists(NO_RESET):
+            for w, g in zip(want, state['gpus']):
+                if w['mig_enabled'] != g['mig_enabled']:
+                    g['mig_pending'] = w['mig_enabled']
+            write(state)
+            fail('error applying MIG configuration with hooks: error resetting all GPUs: exit status 255')
         for w, g in zip(want, state['gpus']):
             g['mig_enabled'], g['devices'] = w['mig_enabled'], {}
         write(state)

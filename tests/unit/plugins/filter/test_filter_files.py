@@ -26,7 +26,7 @@ HOMES = {
     'fabric_manager': ('fabric_manager_decision', 'fabric_manager_pins', 'fabric_report'),
     'gpu_health': ('gpu_health_quarantine', 'gpu_health_remediation', 'gpu_health_reset_failures', 'xid_codes'),
     'hostvars': ('host_values',),
-    'mig': ('mig_assert_reasons', 'mig_node_capacity', 'mig_node_layout'),
+    'mig': ('mig_assert_reasons', 'mig_node_capacity', 'mig_node_layout', 'mig_pending_modes'),
     'mirror': ('host_mirror_list', 'image_mirror', 'image_mirror_list', 'image_mirror_list_text', 'image_mirror_values',
                'image_pull_secret_refs', 'image_registry_errors'),
     'maintenance': ('gpu_pods', 'maintenance_gate', 'maintenance_lease', 'maintenance_lease_object',

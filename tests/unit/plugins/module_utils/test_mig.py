@@ -14,8 +14,10 @@ import pytest
 import yaml
 
 from ansible_collections.baremetal.gpu.plugins.module_utils import mig
+from ansible_collections.baremetal.gpu.plugins.module_utils import nvidia_smi as smi
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'mig-parted')
+SMI_FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'nvidia-smi-xml')
 FILES = ['examples__config.yaml', 'examples__dgx-station-80gb-config.yaml', 'deployments__systemd__config-default.yaml']
 
 
@@ -213,3 +215,21 @@ def test_what_nvidia_mig_parted_assert_said():
     with pytest.raises(ValueError, match='could not read the GPUs or the layouts .rc 1.: Error: error selecting MIG '
                                          'config: selected mig-config not present: x'):
         mig.assert_reasons(_result(1, 'Error: error selecting MIG config: selected mig-config not present: x'), 'x')
+
+
+def test_the_mode_changes_that_wait_for_a_boot():
+    """From what the nvidia_smi module read: the real H100 capture (MIG Disabled, pending Disabled) has none; the same
+    GPU after a mode change it could not be reset for (pending Enabled) has one; GPUs without MIG (the GeForce capture:
+    N/A) never do."""
+    h100 = smi.parse_nvidia_smi_xml(fixture('device__h100-80gb-hbm3__580.159.04.xml'))['gpus']
+    assert mig.pending_modes(h100) == []
+    changed = [dict(h100[0], mig_mode_pending='Enabled')]
+    assert mig.pending_modes(changed) == ['GPU 0 (00000000:00:06.0): MIG mode Enabled pending, Disabled now']
+    geforce = smi.parse_nvidia_smi_xml(fixture('telegraf__3090-v13.xml'))['gpus']
+    assert mig.pending_modes(geforce) == [] and geforce[0]['mig_mode_pending'] is None
+    assert mig.pending_modes([]) == [] and mig.pending_modes(None) == []
+
+
+def fixture(name):
+    with open(os.path.join(SMI_FIXTURES, name), 'rb') as handle:
+        return handle.read()

@@ -151,6 +151,18 @@ def test_fixture_as_text(name):
     assert smi.parse_nvidia_smi_xml(read(name).decode('utf-8')) == smi.parse_nvidia_smi_xml(read(name))
 
 
+def test_the_pending_mig_mode_of_every_capture():
+    """<mig_mode><pending_mig>: what the GPU takes at its next reset or boot (the mode a MIG change set where the GPU
+    could not be reset). Read from the files: the H100 captures line 19 (Disabled), the A100 line 18 (Enabled, as its
+    current mode), every other capture N/A or no <mig_mode>."""
+    pending = dict((name, [g['mig_mode_pending'] for g in smi.parse_nvidia_smi_xml(read(name))['gpus']])
+                   for name in sorted(EXPECTED))
+    assert pending.pop('device__h100-80gb-hbm3__580.159.04.xml') == ['Disabled']
+    assert pending.pop('device__h100-80gb-hbm3__580.159.04__vm-2026-11-26.xml') == ['Disabled']
+    assert pending.pop('telegraf__a100-sxm4-v12.xml') == ['Enabled']
+    assert set(mode for modes in pending.values() for mode in modes) == {None}
+
+
 def test_driver_branches_seen():
     assert sorted(set(smi.driver_branch(v[0]) for v in EXPECTED.values() if v[0])) == [
         '418', '470', '512', '513', '515', '525', '535', '536', '570', '580', '590', '595']

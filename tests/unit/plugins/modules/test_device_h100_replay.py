@@ -111,6 +111,7 @@ def replay_nvidia_smi(monkeypatch, name, expect=AnsibleExitJson):
     # Keys of a GPU the module returns since the capture, read from the same XML: checked against it, then left out.
     for gpu in here.get('gpus') or []:
         assert gpu.pop('pci_device_id') == '233010DE'
+        assert gpu.pop('mig_mode_pending') == 'Disabled'
     assert module_keys(here, ['elapsed']) == module_keys(there, ['elapsed'])
     return there
 
