@@ -175,6 +175,17 @@ class ApiDouble(LocalServer):
                 if (method is None or m == method) and not p.startswith(('/version', '/api?', '/apis'))
                 and p not in ('/api', '/api/v1')]
 
+    def cordon_writes(self, name=None):
+        """The writes of a Node's spec.unschedulable (cordon True, uncordon False or None), in order, as (index in
+        self.requests, value); of Node ``name`` only when given. A server-side dry run (?dryRun=All) stores nothing and
+        is left out."""
+        def of_the_node(path):
+            path = path.split('?')[0]
+            return path == '/api/v1/nodes/%s' % name if name else path.startswith('/api/v1/nodes/')
+        return [(i, b['spec']['unschedulable']) for i, (m, p, b) in enumerate(self.requests)
+                if m in ('PATCH', 'PUT') and 'dryRun=All' not in p and of_the_node(p)
+                and 'unschedulable' in ((b or {}).get('spec') or {})]
+
     def _handler(self):
         double = self
 

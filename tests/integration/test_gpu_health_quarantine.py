@@ -229,12 +229,6 @@ def test_quarantine_without_a_kubeconfig_is_refused_before_any_change(tmp_path, 
 REMEDIATION = 'baremetal.gpu/gpu-remediation'
 
 
-def unschedulable_writes(cluster, name):
-    """The values of spec.unschedulable the run wrote to Node ``name``, in order (cordon True, uncordon False/None)."""
-    return [((b or {}).get('spec') or {}).get('unschedulable') for m, p, b in node_writes(cluster)
-            if p.split('?')[0] == '/api/v1/nodes/' + name and 'unschedulable' in ((b or {}).get('spec') or {})]
-
-
 def test_remediate_resets_the_gpu_out_of_service_and_puts_the_node_back(tmp_path, cluster):
     # The node's dcgm-exporter pod holds its GPU (the stand-in refuses a reset while it runs there), and the drain
     # leaves a DaemonSet's pod: the reset must take it off first. So does nvidia_drm, which must be unloaded.
@@ -266,7 +260,7 @@ def test_remediate_resets_the_gpu_out_of_service_and_puts_the_node_back(tmp_path
     assert len(back) == 2 and not set(back) & {'nvidia-dcgm-exporter-7x2kq', 'nvidia-device-plugin-x7k2p'}, back
     assert not (tmp_path / 'gpu-b.resets').exists()
     # Out of service for the reset (cordoned first), back in service after it, labelled done; the lock released.
-    assert unschedulable_writes(cluster, 'n-gpu-a')[:1] == [True], cluster.requests
+    assert [v for _i, v in cluster.cordon_writes('n-gpu-a')][:1] == [True], cluster.requests
     node = cluster.nodes['n-gpu-a']
     assert not node['spec'].get('unschedulable'), node['spec']
     assert node['metadata']['labels'][REMEDIATION] == 'done'

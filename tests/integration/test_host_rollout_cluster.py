@@ -423,11 +423,6 @@ def task_results(out, task):
     return found
 
 
-def cordon_writes(cluster):
-    return [(i, b['spec']['unschedulable']) for i, (m, _p, b) in enumerate(cluster.requests)
-            if m == 'PATCH' and 'unschedulable' in ((b or {}).get('spec') or {})]
-
-
 def plugin_pods(cluster):
     return sorted(name for (_ns, name), p in cluster.pods.items()
                   if (p['metadata'].get('labels') or {}).get('app.kubernetes.io/name') == 'nvidia-device-plugin')
@@ -450,7 +445,7 @@ def test_a_mig_layout_is_made_out_of_service_with_the_exporter_and_device_plugin
     exporter, plugin = support().EXPORTER_PAUSE, support().DEVICE_PLUGIN_PAUSE
     # In order: cordon, both paused in one write and let back in one (the apply between them), uncordon; no pod
     # deleted by the run (the DaemonSets took them off and started them again).
-    pauses, cordons = pause_writes(cluster), cordon_writes(cluster)
+    pauses, cordons = pause_writes(cluster), cluster.cordon_writes()
     assert [v for _i, v in pauses][:2] == [{exporter['label']: exporter['value'], plugin['label']: plugin['value']},
                                            {exporter['label']: None, plugin['label']: None}], pauses
     assert [v for _i, v in cordons] == [True, False], cordons
@@ -483,7 +478,7 @@ def test_a_device_plugin_that_does_not_keep_off_the_label_is_restarted_after_the
     assert [v for _i, v in pauses] == [{exporter['label']: exporter['value']}, {exporter['label']: None}], pauses
     deleted = [i for i, (m, p, _b) in enumerate(cluster.requests)
                if m == 'DELETE' and p == '/api/v1/namespaces/nvidia-device-plugin/pods/nvidia-device-plugin-x7k2p']
-    assert len(deleted) == 1 and pauses[1][0] < deleted[0] < cordon_writes(cluster)[-1][0], cluster.calls()
+    assert len(deleted) == 1 and pauses[1][0] < deleted[0] < cluster.cordon_writes()[-1][0], cluster.calls()
     assert json.loads((tmp_path / 'mig-state.json').read_text())['gpus'][0]['mig_enabled'] is True
 
 
