@@ -26,7 +26,8 @@
 #   bare: add the same apt components the role adds, apt-get update, apt-get install
 #         --no-install-recommends of the packages the role installs with its defaults there
 #         (DKMS builds; on ubuntu2404 Canonical's prebuilt open modules, no DKMS)
-#   role: ansible-playbook with baremetal.gpu.nvidia_driver (first converge), then a rerun
+#   role: ansible-playbook with baremetal.gpu.nvidia_driver (first converge), then a rerun; the play gathers the
+#         facts the role reads (gather_subset min, as playbooks/gpu_nodes.yml gathers min and network)
 # and prints a table: wall times, the role/bare ratio, the rerun time and its changed count, the
 # machine's core count and load average. Takes about 15-20 minutes on 2 cores with DKMS, about 4 without.
 set -euo pipefail
@@ -99,6 +100,7 @@ case "$SCOPE" in
 - name: Bench nvidia_driver
   hosts: all
   gather_facts: true
+  gather_subset: [min]
   roles:
     - role: baremetal.gpu.nvidia_driver
 PLAY

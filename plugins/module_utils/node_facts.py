@@ -664,3 +664,54 @@ def fingerprint_changes(before, now):
     before = (before or {}).get('inputs') or {}
     now = (now or {}).get('inputs') or {}
     return sorted(label for label in set(before) | set(now) if before.get(label) != now.get(label))
+
+
+# A role's own records beside the facts (nvidia_driver's decide): one module run instead of a stat, a find and a slurp
+# per file, and dpkg's journal instead of a find.
+DPKG_JOURNAL = 'var/lib/dpkg/updates'
+DPKG_JOURNAL_ENTRY = re.compile(r'^[0-9]+$')
+
+
+def records(root, directory):
+    """The JSON records in ``directory`` (``*.json``, one level): (exists, {file name without .json: parsed data}).
+
+    A record that is not JSON raises ValueError naming the file (a role cannot decide on it, and must not guess).
+    """
+    full = path_of(root, directory)
+    if not os.path.isdir(full):
+        return False, {}
+    found = {}
+    for name in sorted(os.listdir(full)):
+        path = os.path.join(full, name)
+        if not name.endswith('.json') or not os.path.isfile(path):
+            continue
+        data = read(root, os.path.join(directory, name))
+        try:
+            found[name[:-len('.json')]] = json.loads(data if data is not None else '')
+        except ValueError as exc:
+            raise ValueError('%s is not JSON (%s); it is a record of the role: delete it and run again'
+                             % (os.path.join('/', directory.lstrip('/'), name), exc))
+    return True, found
+
+
+def dpkg_journal(root):
+    """The entries of dpkg's journal (numbered files in /var/lib/dpkg/updates): present only while a dpkg run is in
+    progress or after one was interrupted, when apt refuses to change anything until ``dpkg --configure -a``."""
+    full = path_of(root, DPKG_JOURNAL)
+    if not os.path.isdir(full):
+        return []
+    return sorted(name for name in os.listdir(full)
+                  if DPKG_JOURNAL_ENTRY.match(name) and os.path.isfile(os.path.join(full, name)))
+
+
+def path_stats(root, paths):
+    """{path: {'exists', 'isdir', 'mtime'}} for each absolute path (lstat; mtime in seconds, None when absent)."""
+    stats = {}
+    for path in paths:
+        try:
+            info = os.lstat(path_of(root, path))
+        except (IOError, OSError):
+            stats[path] = {'exists': False, 'isdir': False, 'mtime': None}
+            continue
+        stats[path] = {'exists': True, 'isdir': stat_module.S_ISDIR(info.st_mode), 'mtime': info.st_mtime}
+    return stats

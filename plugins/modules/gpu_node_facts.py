@@ -69,10 +69,40 @@ options:
       - What stands for what, and its limits, is in the notes.
     type: bool
     default: false
+  with_fingerprint:
+    description:
+      - Read the facts and also return C(fingerprint), as O(fingerprint) would, taken before the facts are read (so a
+        change while they are read shows in a later fingerprint). For the first decision of a run, which has no earlier
+        one to compare with, this is one module run instead of two.
+      - The subsets are named as for O(fingerprint).
+    type: bool
+    default: false
   fingerprint_paths:
     description:
-      - With O(fingerprint), also these absolute paths, each by its identity (type, size, modification time, inode;
+      - With O(fingerprint) or O(with_fingerprint), also these absolute paths, each by its identity (type, size, modification time, inode;
         a directory with the identity of each entry one level down; an absent path counts too).
+    type: list
+    elements: path
+    default: []
+  records_dir:
+    description:
+      - Also return C(records), the JSON files (C(*.json)) of this directory, one level, each parsed, by its name
+        without C(.json); and C(records_dir_exists). A role reads its own records on the node this way, in the same run
+        of the module as its facts. A file that is not JSON fails the module, naming the file.
+      - Not with O(fingerprint).
+    type: path
+  dpkg_journal:
+    description:
+      - Also return C(dpkg_journal), the entries of dpkg's journal (C(/var/lib/dpkg/updates)), there only while a dpkg
+        run is in progress or after one was interrupted, when apt refuses every change until C(dpkg --configure -a).
+      - Not with O(fingerprint).
+    type: bool
+    default: false
+  stat_paths:
+    description:
+      - Also return C(paths), for each of these absolute paths whether it exists, whether it is a directory, and its
+        modification time (C(lstat)).
+      - Not with O(fingerprint).
     type: list
     elements: path
     default: []
@@ -113,6 +143,14 @@ EXAMPLES = r"""
     set_fact: false
   register: runtimes
 
+- name: Read the node, the role's records and dpkg's journal in one run (nvidia_driver's decide)
+  baremetal.gpu.gpu_node_facts:
+    gather_subset: [pci, modules, secure_boot, kernels, driver]
+    records_dir: /var/lib/baremetal-gpu/nvidia_driver
+    dpkg_journal: true
+    stat_paths: [/etc/modprobe.d/nvidia-baremetal-gpu.conf]
+  register: read
+
 - name: Has anything the driver decision read changed since it was taken?
   baremetal.gpu.gpu_node_facts:
     gather_subset: [pci, modules, secure_boot, kernels, driver]
@@ -126,7 +164,7 @@ fingerprint:
   description:
     - C(digest), a SHA-256 of every input; C(inputs), each input's label (C(<kind>:<path>), for example
       C(path:/var/lib/dpkg/status)) with the SHA-256 of its state.
-  returned: when O(fingerprint=true)
+  returned: when O(fingerprint=true) or O(with_fingerprint=true)
   type: dict
   sample:
     digest: 5e1f0c3a9b0d4f7e8a6c2b1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f
@@ -136,6 +174,26 @@ gpu_node:
   description: The same dict as the fact C(gpu_node), returned instead of it with O(set_fact=false).
   returned: when O(set_fact=false)
   type: dict
+records:
+  description: With O(records_dir), each JSON file there, parsed, by its name without C(.json); empty when there is none.
+  returned: when O(records_dir) is set
+  type: dict
+  sample: {"holds": {"held": ["nvidia-driver-580-open"]}}
+records_dir_exists:
+  description: With O(records_dir), whether that directory exists.
+  returned: when O(records_dir) is set
+  type: bool
+dpkg_journal:
+  description: With O(dpkg_journal), the names of the entries of C(/var/lib/dpkg/updates); empty when dpkg is idle.
+  returned: when O(dpkg_journal=true)
+  type: list
+  elements: str
+  sample: ["0000", "0001"]
+paths:
+  description: With O(stat_paths), each path with C(exists), C(isdir) and C(mtime) (seconds; V(null) when absent).
+  returned: when O(stat_paths) is set
+  type: dict
+  sample: {"/etc/modprobe.d/nvidia-baremetal-gpu.conf": {"exists": true, "isdir": false, "mtime": 1796112111.65}}
 ansible_facts:
   description: The fact C(gpu_node); only the keys of the gathered subsets are set.
   returned: when O(set_fact=true)
@@ -320,7 +378,11 @@ def main():
             runtime_paths=dict(type='list', elements='path', default=[]),
             set_fact=dict(type='bool', default=True),
             fingerprint=dict(type='bool', default=False),
+            with_fingerprint=dict(type='bool', default=False),
             fingerprint_paths=dict(type='list', elements='path', default=[]),
+            records_dir=dict(type='path'),
+            dpkg_journal=dict(type='bool', default=False),
+            stat_paths=dict(type='list', elements='path', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -336,24 +398,35 @@ def main():
             return None, '', '%s not found' % argv[0]
         return module.run_command([binary] + list(argv[1:]), environ_update={'LC_ALL': 'C', 'LANG': 'C'})
 
-    if module.params['fingerprint']:
+    extra = {}
+    if module.params['fingerprint'] or module.params['with_fingerprint']:
         if 'all' in subset:
             module.fail_json(msg='gather_subset with fingerprint must name the subsets (%s), not all'
                              % ', '.join(sorted(node_facts.FINGERPRINT_INPUTS)))
         try:
-            result = node_facts.fingerprint('/', sections, module.params['fingerprint_paths'], which)
+            extra['fingerprint'] = node_facts.fingerprint('/', sections, module.params['fingerprint_paths'], which)
         except ValueError as exc:
             module.fail_json(msg='gather_subset with fingerprint: %s' % exc)
-        module.exit_json(changed=False, fingerprint=result)
+        if module.params['fingerprint']:
+            module.exit_json(changed=False, **extra)
 
     lspci_text = None
     if 'pci' in sections:
         rc, out, _err = run(['lspci', '-Dnn', '-d', '10de:'])
         lspci_text = out if rc == 0 else None
     facts = node_facts.gather('/', run, which, os.uname()[2], sections, lspci_text, module.params['runtime_paths'])
+    if module.params['records_dir']:
+        try:
+            extra['records_dir_exists'], extra['records'] = node_facts.records('/', module.params['records_dir'])
+        except ValueError as exc:
+            module.fail_json(msg=str(exc))
+    if module.params['dpkg_journal']:
+        extra['dpkg_journal'] = node_facts.dpkg_journal('/')
+    if module.params['stat_paths']:
+        extra['paths'] = node_facts.path_stats('/', module.params['stat_paths'])
     if module.params['set_fact']:
-        module.exit_json(changed=False, ansible_facts={'gpu_node': facts})
-    module.exit_json(changed=False, gpu_node=facts)
+        module.exit_json(changed=False, ansible_facts={'gpu_node': facts}, **extra)
+    module.exit_json(changed=False, gpu_node=facts, **extra)
 
 
 if __name__ == '__main__':

@@ -617,3 +617,42 @@ def test_the_fingerprint_check_finds_a_path_no_input_covers(tree, monkeypatch):
     assert _uncovered('modules', seen, [['nvidia-smi', '-q']], ['nvidia-smi']) == [
         'command nvidia-smi -q', 'isdir sys/bus/pci/devices', 'open etc/modprobe.d/blacklist-nouveau.conf',
         'which nvidia-smi']
+
+
+def test_records_of_a_role(tmp_path):
+    assert node_facts.records(str(tmp_path), '/var/lib/baremetal-gpu/nvidia_driver') == (False, {})
+    _write(str(tmp_path), 'var/lib/baremetal-gpu/nvidia_driver/holds.json', '{"held": ["nvidia-driver-580-open"]}')
+    _write(str(tmp_path), 'var/lib/baremetal-gpu/nvidia_driver/apt-transaction.json',
+           '{"started": "2026-12-01T08:00:00Z", "install": ["nvidia-driver-580-open"], "remove": []}')
+    _write(str(tmp_path), 'var/lib/baremetal-gpu/nvidia_driver/README', 'not a record')
+    os.makedirs(str(tmp_path / 'var/lib/baremetal-gpu/nvidia_driver/old.json'))
+    exists, found = node_facts.records(str(tmp_path), '/var/lib/baremetal-gpu/nvidia_driver')
+    assert exists is True
+    assert sorted(found) == ['apt-transaction', 'holds']
+    assert found['apt-transaction']['install'] == ['nvidia-driver-580-open']
+
+
+@pytest.mark.parametrize('content', ['', '{"held": [', 'held'])
+def test_a_record_that_is_not_json_is_refused(tmp_path, content):
+    _write(str(tmp_path), 'var/lib/baremetal-gpu/nvidia_driver/holds.json', content)
+    with pytest.raises(ValueError, match='/var/lib/baremetal-gpu/nvidia_driver/holds.json is not JSON'):
+        node_facts.records(str(tmp_path), '/var/lib/baremetal-gpu/nvidia_driver')
+
+
+def test_dpkg_journal_lists_only_numbered_files(tmp_path):
+    assert node_facts.dpkg_journal(str(tmp_path)) == []
+    # What dpkg leaves after kill -9 inside an unpack: numbered entries; a "tmp.i" while it writes one.
+    _write(str(tmp_path), 'var/lib/dpkg/updates/0001', 'Package: nvidia-utils-580\n')
+    _write(str(tmp_path), 'var/lib/dpkg/updates/0000', 'Package: libnvidia-compute-580\n')
+    _write(str(tmp_path), 'var/lib/dpkg/updates/tmp.i', '')
+    assert node_facts.dpkg_journal(str(tmp_path)) == ['0000', '0001']
+
+
+def test_path_stats(tmp_path):
+    _write(str(tmp_path), 'etc/modprobe.d/baremetal-gpu-nvidia-params.conf', 'options nvidia NVreg_X=1\n')
+    stats = node_facts.path_stats(str(tmp_path), ['/etc/modprobe.d/baremetal-gpu-nvidia-params.conf',
+                                                  '/etc/modprobe.d', '/etc/apt/sources.list.d/gone.list'])
+    assert stats['/etc/modprobe.d/baremetal-gpu-nvidia-params.conf']['exists'] is True
+    assert stats['/etc/modprobe.d/baremetal-gpu-nvidia-params.conf']['isdir'] is False
+    assert stats['/etc/modprobe.d']['isdir'] is True
+    assert stats['/etc/apt/sources.list.d/gone.list'] == {'exists': False, 'isdir': False, 'mtime': None}

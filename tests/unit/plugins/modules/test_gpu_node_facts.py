@@ -130,3 +130,36 @@ def test_fingerprint_refuses_subsets_it_cannot_cover(calls, subset, words):
             gpu_node_facts.main()
     assert words in result.value.result['msg']
     assert calls == []
+
+
+def test_with_fingerprint_reads_the_facts_and_the_same_fingerprint(calls):
+    alone = run_module({'gather_subset': ['kernels'], 'fingerprint': True,
+                        'fingerprint_paths': ['/etc/apt/sources.list.d']})
+    both = run_module({'gather_subset': ['kernels'], 'with_fingerprint': True,
+                       'fingerprint_paths': ['/etc/apt/sources.list.d']})
+    assert both['fingerprint'] == alone['fingerprint']
+    assert 'kernels' in both['ansible_facts']['gpu_node']
+
+
+def test_records_journal_and_paths_come_with_the_facts(calls, tmp_path):
+    state = tmp_path / 'state'
+    state.mkdir()
+    (state / 'holds.json').write_text('{"held": ["nvidia-driver-580-open"]}\n')
+    (state / 'notes.txt').write_text('not a record')
+    absent = str(tmp_path / 'absent.conf')
+    result = run_module({'gather_subset': ['kernels'], 'records_dir': str(state), 'dpkg_journal': True,
+                         'stat_paths': [str(state), absent]})
+    assert result['records_dir_exists'] is True
+    assert result['records'] == {'holds': {'held': ['nvidia-driver-580-open']}}
+    assert isinstance(result['dpkg_journal'], list)
+    assert result['paths'][str(state)]['isdir'] is True
+    assert result['paths'][absent] == {'exists': False, 'isdir': False, 'mtime': None}
+    assert 'fingerprint' not in result
+
+
+def test_a_record_that_is_not_json_fails_naming_the_file(calls, tmp_path):
+    (tmp_path / 'reboot.json').write_text('{"boot_id": ')
+    with set_module_args({'gather_subset': ['kernels'], 'records_dir': str(tmp_path)}):
+        with pytest.raises(AnsibleFailJson) as result:
+            gpu_node_facts.main()
+    assert '%s/reboot.json is not JSON' % tmp_path in result.value.result['msg']
